@@ -1,0 +1,47 @@
+"""Shared by the kernel tests: pick configs from a spec's pruned space and check a launch."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from tritonbench_lab.space import HOPPER, Config
+from tritonbench_lab.spec import KernelSpec, Shape
+from tritonbench_lab.verify import Verdict, check, poison
+
+
+def configs_for(spec: KernelSpec, shape: Shape, dtype: torch.dtype, count: int = 1,
+                seed: int = 0) -> list[Config]:
+    """The default config, the configs with the smallest and the largest tile, and `count`
+    random others from the space as pruned for Hopper, without repeats."""
+    kept, pruned = spec.space.prune(dict(shape.dims), dtype.itemsize, HOPPER)
+    assert kept, f"every config of {spec.name} pruned at {shape}"
+    if len(kept) < count:
+        # Tiny shapes leave few useful configs; pruned ones still must compute the right
+        # thing (they only waste threads), so test them too.
+        kept += [config for config, _ in pruned]
+
+    def tile(config: Config) -> int:
+        size = 1
+        for key, value in config.items():
+            if key.startswith("BLOCK") or key == "ROWS":
+                size *= value
+        return size * config.get("num_warps", 1)
+
+    chosen = [spec.space.default, min(kept, key=tile), max(kept, key=tile)]
+    rng = random.Random(seed)
+    while len(chosen) < count + 2 and len(chosen) < len(kept):
+        chosen.append(rng.choice(kept))
+    unique = []
+    for config in chosen:
+        if config not in unique:
+            unique.append(config)
+    return unique
+
+
+def run_and_check(spec: KernelSpec, inputs: dict, config: Config,
+                  dtype: torch.dtype) -> Verdict:
+    outputs = poison(spec.allocate_outputs(inputs))
+    spec.launch(inputs, config, outputs)
+    return check(outputs, spec.reference(inputs), spec.tolerance[dtype])

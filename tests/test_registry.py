@@ -1,0 +1,113 @@
+"""The registry: every spec complete and usable; unknown names; users' kernel modules."""
+
+import textwrap
+
+import pytest
+import torch
+from kernel_cases import run_and_check
+
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.kernels import all_specs, get_spec, load_kernel_module, names
+from tritonbench_lab.space import HOPPER
+from tritonbench_lab.spec import spec_problems
+
+EXAMPLE = "examples/axpy.py"
+SPECS = all_specs()
+
+
+def test_builtin_kernels_are_registered():
+    assert {"matmul", "softmax", "rmsnorm", "add_rmsnorm"} <= set(names())
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_every_registered_spec_is_complete_and_consistent(spec):
+    assert spec_problems(spec) == []
+    assert get_spec(spec.name) is spec
+    assert spec.space.outside(spec.space.default) is None
+    assert set(spec.baselines) >= {"torch"}
+    for shape in spec.default_shapes + spec.small_shapes:
+        spec.check_shape(shape)  # raises if the spec's own shapes are unsupported
+        for dtype in spec.dtypes:
+            cost = spec.cost(shape, dtype)
+            assert cost.flops > 0 and cost.bytes > 0
+            kept, _ = spec.space.prune(dict(shape.dims), dtype.itemsize, HOPPER)
+            assert kept, f"{spec.name}: nothing left of the space at {shape}"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_inputs_are_seeded_random_never_zeros(spec, device):
+    shape = spec.small_shapes[0]
+    dtype = spec.dtypes[0]
+    first = spec.make_inputs(shape, dtype, device, seed=11)
+    again = spec.make_inputs(shape, dtype, device, seed=11)
+    other = spec.make_inputs(shape, dtype, device, seed=12)
+    tensors = [k for k, v in first.items() if isinstance(v, torch.Tensor)]
+    assert tensors
+    for key in tensors:
+        assert first[key].dtype == dtype and first[key].device.type == device
+        assert torch.equal(first[key], again[key]), f"{key} is not reproducible from its seed"
+        assert not torch.equal(first[key], other[key]), f"{key} ignores the seed"
+        zeros = (first[key] == 0).float().mean().item()
+        assert zeros < 0.01, f"{key} is {zeros:.0%} zeros"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_baselines_match_the_reference(spec, device):
+    shape = spec.small_shapes[-1]
+    dtype = torch.float32
+    inputs = spec.make_inputs(shape, dtype, device, seed=3)
+    reference = spec.reference(inputs)
+    from tritonbench_lab.verify import as_outputs, check
+
+    for name, baseline in spec.baselines.items():
+        verdict = check(as_outputs(baseline(inputs)), reference, spec.tolerance[dtype])
+        assert verdict.ok, f"{spec.name}/{name}: {verdict.detail}"
+
+
+def test_unknown_kernel_lists_the_known_ones_and_suggests():
+    with pytest.raises(TlabError) as err:
+        get_spec("matmull")
+    message = str(err.value)
+    assert "unknown kernel 'matmull'" in message and "did you mean 'matmul'" in message
+    assert "softmax" in message and "\n" not in message
+
+
+def test_user_kernel_module_loads_and_runs(device):
+    (spec,) = load_kernel_module(EXAMPLE)
+    assert spec.name == "axpy" and get_spec("axpy") is spec and "axpy" in names()
+    for shape in spec.small_shapes:
+        inputs = spec.make_inputs(shape, torch.float32, device, seed=0)
+        for config in list(spec.space)[:3]:
+            verdict = run_and_check(spec, inputs, config, torch.float32)
+            assert verdict.ok, verdict.detail
+
+
+BAD_MODULES = {
+    "syntax": ("def broken(:\n", "failed to import (line 1): SyntaxError"),
+    "raises": ("raise RuntimeError('no GPU here')\n", "RuntimeError: no GPU here"),
+    "empty": ("X = 1\n", "defines neither SPEC nor SPECS"),
+    "wrong_type": ("SPEC = 42\n", "must hold KernelSpec objects, got int"),
+    "clash": ("from tritonbench_lab.kernels.softmax import SPEC\n", "taken by a built-in"),
+    "incomplete": (
+        "import dataclasses\n"
+        "from tritonbench_lab.kernels.softmax import SPEC as S\n"
+        "SPEC = dataclasses.replace(S, name='mine', baselines={})\n",
+        "kernel spec 'mine' is incomplete: baselines is empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_MODULES))
+def test_malformed_kernel_modules_fail_in_one_line(case, tmp_path):
+    source, phrase = BAD_MODULES[case]
+    path = tmp_path / f"bad_{case}.py"
+    path.write_text(textwrap.dedent(source))
+    with pytest.raises(TlabError) as err:
+        load_kernel_module(path)
+    assert phrase in str(err.value)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_kernel_module(tmp_path):
+    with pytest.raises(TlabError, match="is not a .py file"):
+        load_kernel_module(tmp_path / "nope.py")

@@ -1,0 +1,84 @@
+"""Config spaces: size, iteration, membership and pruning with reasons."""
+
+import pytest
+
+from tritonbench_lab.kernels.matmul import SPACE as MATMUL_SPACE
+from tritonbench_lab.space import (
+    HOPPER,
+    DeviceLimits,
+    Space,
+    config_text,
+    next_power_of_2,
+    row_tile_fits,
+    split_config,
+)
+
+
+def test_size_is_the_product_of_the_lists():
+    space = Space(params={"A": (1, 2, 3), "B": (4, 5)})
+    assert len(space) == 6
+    configs = list(space)
+    assert len(configs) == 6 and {"A": 3, "B": 5} in configs
+    assert len({tuple(c.items()) for c in configs}) == 6
+
+
+def test_matmul_space_is_large_enough_and_pruned_with_reasons():
+    assert len(MATMUL_SPACE) >= 150
+    sizes = {"M": 4096, "N": 4096, "K": 4096}
+    kept, pruned = MATMUL_SPACE.prune(sizes, 2, HOPPER)
+    assert len(kept) + len(pruned) == len(MATMUL_SPACE)
+    assert kept and pruned
+    reasons = {reason for _, reason in pruned}
+    assert any("shared memory" in r for r in reasons)
+    assert any("registers per thread" in r for r in reasons)
+    # The pruned ones really exceed the limit: 256x256 tiles can never fit 8 warps' registers.
+    assert not any(c["BLOCK_M"] == 256 and c["BLOCK_N"] == 256 for c in kept)
+
+
+def test_smaller_shared_memory_prunes_more():
+    sizes = {"M": 1024, "N": 1024, "K": 1024}
+    small = DeviceLimits(label="small", shared_memory_bytes=48 * 1024)
+    kept_hopper, _ = MATMUL_SPACE.prune(sizes, 2, HOPPER)
+    kept_small, _ = MATMUL_SPACE.prune(sizes, 2, small)
+    assert len(kept_small) < len(kept_hopper)
+    for c in kept_small:
+        need = c["num_stages"] * (c["BLOCK_M"] + c["BLOCK_N"]) * c["BLOCK_K"] * 2
+        assert need <= 48 * 1024
+
+
+def test_wider_dtype_prunes_more_shared_memory_configs():
+    sizes = {"M": 1024, "N": 1024, "K": 1024}
+    assert len(MATMUL_SPACE.prune(sizes, 4, HOPPER)[0]) < len(MATMUL_SPACE.prune(sizes, 2, HOPPER)[0])
+
+
+def test_outside_names_the_problem():
+    space = Space(params={"BLOCK": (16, 32), "num_warps": (4,)})
+    assert space.outside({"BLOCK": 16, "num_warps": 4}) is None
+    assert "BLOCK=64" in space.outside({"BLOCK": 64, "num_warps": 4})
+    assert "unknown parameter" in space.outside({"BLOCK": 16, "num_warps": 4, "X": 1})
+    assert "missing" in space.outside({"BLOCK": 16})
+
+
+def test_bad_spaces_are_rejected():
+    with pytest.raises(ValueError, match="non-empty"):
+        Space(params={"A": ()})
+    with pytest.raises(ValueError, match="integers"):
+        Space(params={"A": (1.5,)})
+    with pytest.raises(ValueError, match="default"):
+        Space(params={"A": (1, 2)}, default={"A": 3})
+
+
+def test_row_tile_register_budget():
+    wide = {"rows": 100, "cols": 65536}
+    assert row_tile_fits({"ROWS": 1, "num_warps": 32}, wide, 4, HOPPER) is None
+    assert "register" in row_tile_fits({"ROWS": 1, "num_warps": 1}, wide, 4, HOPPER)
+    narrow = {"rows": 100, "cols": 16}
+    assert "idle" in row_tile_fits({"ROWS": 1, "num_warps": 8}, narrow, 4, HOPPER)
+    assert row_tile_fits({"ROWS": 1, "num_warps": 1}, narrow, 4, HOPPER) is None
+
+
+def test_helpers():
+    assert [next_power_of_2(n) for n in (1, 2, 3, 64, 65, 1000)] == [1, 2, 4, 64, 128, 1024]
+    meta, options = split_config({"BLOCK_M": 64, "num_warps": 4, "num_stages": 3})
+    assert meta == {"BLOCK_M": 64} and options == {"num_warps": 4, "num_stages": 3}
+    assert config_text({"BLOCK_M": 64, "num_warps": 4}) == "BLOCK_M=64 num_warps=4"

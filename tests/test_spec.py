@@ -1,0 +1,68 @@
+"""The kernel contract: dtypes, shapes, throughput and the completeness check."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.kernels.matmul import SPEC as MATMUL
+from tritonbench_lab.spec import (
+    GBPS,
+    TFLOPS,
+    Cost,
+    KernelSpec,
+    Shape,
+    dtype_name,
+    parse_dtype,
+    spec_problems,
+    throughput,
+)
+
+
+def test_parse_dtype_accepts_names_and_aliases():
+    assert parse_dtype("bf16") is torch.bfloat16
+    assert parse_dtype(" FP16 ") is torch.float16
+    assert parse_dtype("float32") is torch.float32
+    assert dtype_name(torch.bfloat16) == "bf16"
+
+
+def test_parse_dtype_rejects_unknown_names_listing_the_accepted():
+    with pytest.raises(TlabError, match="unknown dtype 'bf17': accepted are fp32, fp16, bf16"):
+        parse_dtype("bf17")
+
+
+def test_shape_prints_and_indexes_by_name():
+    shape = Shape.of(M=4096, N=2048, K=512)
+    assert str(shape) == "4096x2048x512"
+    assert shape["N"] == 2048 and shape.names == ("M", "N", "K")
+    assert MATMUL.shape(1, 2, 3) == Shape.of(M=1, N=2, K=3)
+    with pytest.raises(TlabError, match="3 sizes"):
+        MATMUL.shape(1, 2)
+
+
+def test_throughput_units():
+    cost = Cost(flops=2 * 10**12, bytes=4 * 10**9)
+    assert throughput(cost, TFLOPS, ms=1000.0) == pytest.approx(2.0)
+    assert throughput(cost, GBPS, ms=2.0) == pytest.approx(2000.0)
+
+
+def test_complete_spec_has_no_problems():
+    assert spec_problems(MATMUL) == []
+
+
+@pytest.mark.parametrize("change, phrase", [
+    ({"name": "Mat Mul"}, "lower-case identifier"),
+    ({"baselines": {}}, "baselines is empty"),
+    ({"tolerance": {torch.float32: MATMUL.tolerance[torch.float32]}}, "no tolerance for fp16, bf16"),
+    ({"default_shapes": ()}, "default_shapes is empty"),
+    ({"small_shapes": (Shape.of(rows=1, cols=2),)}, "small_shapes must be Shapes with dims"),
+    ({"metric": "furlongs"}, "metric must be"),
+    ({"launch": None}, "launch is not callable"),
+    ({"dtypes": (torch.float64,)}, "dtypes must be"),
+])
+def test_incomplete_specs_are_refused_with_the_missing_piece(change, phrase):
+    fields = {f.name: getattr(MATMUL, f.name) for f in dataclasses.fields(KernelSpec)}
+    fields.update(change)
+    with pytest.raises(TlabError, match=phrase):
+        KernelSpec(**fields)

@@ -1,0 +1,80 @@
+"""The `tlab` command. Each sub-command lives in its own module and stays thin: parse the
+options, call one library function, print the result.
+
+Errors the user can fix (a `TlabError`, or a usage error from the option parser) become one
+line on stderr and exit code 2. TLAB_DEBUG=1 shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from tritonbench_lab import __version__
+from tritonbench_lab.cli import list_cmd
+from tritonbench_lab.errors import TlabError
+
+app = typer.Typer(
+    name="tlab",
+    help="Tune Triton kernels over their config spaces, verify them against PyTorch, "
+    "and measure them honestly.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"tlab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True,
+        help="Print tlab's version and exit.",
+    ),
+) -> None:
+    """Tune Triton kernels over their config spaces, verify them, measure them honestly."""
+
+
+list_cmd.register(app)
+
+
+def fail(message: str) -> None:
+    """One line on stderr, exit code 2."""
+    print(f"tlab: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _is_click(err: BaseException, name: str) -> bool:
+    # Typer up to 0.2x raises click's exceptions, later versions a vendored copy of click:
+    # match by class name so both work.
+    return any(cls.__name__ == name for cls in type(err).__mro__)
+
+
+def main(argv: list[str] | None = None) -> None:
+    debug = os.environ.get("TLAB_DEBUG") == "1"
+    try:
+        code = app(args=argv, prog_name="tlab", standalone_mode=False)
+    except TlabError as err:
+        if debug:
+            raise
+        fail(str(err))
+    except KeyboardInterrupt:
+        print("tlab: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as err:
+        if _is_click(err, "Abort"):
+            print("tlab: interrupted", file=sys.stderr)
+            sys.exit(130)
+        if _is_click(err, "NoArgsIsHelpError"):  # bare `tlab`: the help was just printed
+            sys.exit(0)
+        if debug or not _is_click(err, "ClickException"):
+            raise
+        fail(err.format_message().replace("\n", " "))
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,67 @@
+"""`tlab list`: every kernel with its dtypes, baselines, config space and default shapes."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tritonbench_lab.cli.options import Interpret, KernelModules, load_modules
+
+
+def describe_kernels(interpret: bool | None) -> list[dict[str, str]]:
+    """One dict of printable fields per kernel; pruning uses the current GPU's limits."""
+    from tritonbench_lab.env import choose_backend, device_limits
+
+    backend = choose_backend(interpret)
+    limits = device_limits(backend)
+    from tritonbench_lab.kernels import all_specs
+    from tritonbench_lab.spec import dtype_name
+
+    rows = []
+    for spec in all_specs():
+        kept_counts = []
+        for shape in spec.default_shapes:
+            for dtype in spec.dtypes:
+                kept, _ = spec.space.prune(dict(shape.dims), dtype.itemsize, limits)
+                kept_counts.append(len(kept))
+        low, high = min(kept_counts), max(kept_counts)
+        kept_text = str(low) if low == high else f"{low}-{high}"
+        dtypes = [
+            dtype_name(d) + ("" if spec.interpreter_refusal(d) is None else " (GPU only)")
+            for d in spec.dtypes
+        ]
+        rows.append({
+            "kernel": spec.name,
+            "summary": spec.summary,
+            "metric": spec.metric,
+            "dtypes": ", ".join(dtypes),
+            "baselines": ", ".join(spec.baselines),
+            "space": f"{len(spec.space)} configs over {', '.join(spec.space.params)}; "
+                     f"{kept_text} left after pruning for {limits.label}",
+            "shapes": f"{'x'.join(spec.dims)}: " + ", ".join(str(s) for s in spec.default_shapes),
+        })
+    return rows
+
+
+def list_kernels(kernel_module: KernelModules = None, interpret: Interpret = None) -> None:
+    """List every kernel: dtypes, baselines, config space (before -> after pruning), shapes."""
+    load_modules(kernel_module)
+    rows = describe_kernels(interpret)
+    console = Console()
+    for row in rows:
+        console.print(f"[bold]{row['kernel']}[/bold]  {row['summary']}")
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row("metric", row["metric"])
+        grid.add_row("dtypes", row["dtypes"])
+        grid.add_row("baselines", row["baselines"])
+        grid.add_row("space", row["space"])
+        grid.add_row("shapes", row["shapes"])
+        console.print(grid, "")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("list")(list_kernels)
+    app.command("kernels", help="Same as `tlab list`.")(list_kernels)

@@ -1,0 +1,100 @@
+"""The kernel registry: name -> KernelSpec, plus kernels loaded from a user's own module.
+
+Adding a built-in kernel is one module in this folder plus one line in `_BUILTIN` below.
+A user's module (`tlab ... --kernel-module my_kernels.py`) defines `SPEC = KernelSpec(...)`
+or `SPECS = [...]` the same way and is loaded with `load_kernel_module`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.spec import KernelSpec
+
+# name -> "module:attribute"; modules are imported on first use, so listing names is cheap.
+_BUILTIN: dict[str, str] = {
+    "matmul": "tritonbench_lab.kernels.matmul:SPEC",
+    "softmax": "tritonbench_lab.kernels.softmax:SPEC",
+    "rmsnorm": "tritonbench_lab.kernels.rmsnorm:SPEC",
+    "add_rmsnorm": "tritonbench_lab.kernels.rmsnorm:ADD_SPEC",
+}
+
+# Kernels from user modules, by name; they may not shadow built-in names.
+_USER: dict[str, KernelSpec] = {}
+
+
+def names() -> list[str]:
+    """Every known kernel name: built-ins first, then user kernels, in registration order."""
+    return list(_BUILTIN) + [n for n in _USER if n not in _BUILTIN]
+
+
+def get_spec(name: str) -> KernelSpec:
+    """The spec registered under `name`; an unknown name lists the known ones."""
+    if name in _USER:
+        return _USER[name]
+    if name not in _BUILTIN:
+        known = names()
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TlabError(f"unknown kernel {name!r}{hint}: known kernels are {', '.join(known)}")
+    module_name, attr = _BUILTIN[name].split(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def all_specs() -> list[KernelSpec]:
+    return [get_spec(n) for n in names()]
+
+
+def load_kernel_module(path: str | Path) -> list[KernelSpec]:
+    """Import a user's kernel module and register the specs it defines.
+
+    The module must define `SPEC` (one KernelSpec) or `SPECS` (a list of them). Any problem
+    (missing file, an exception while importing, no specs, a name clash) is a TlabError with
+    one line that names the file.
+    """
+    path = Path(path)
+    if not path.is_file() or path.suffix != ".py":
+        raise TlabError(f"kernel module {str(path)!r} is not a .py file")
+    module_name = f"tlab_user_kernels_{path.stem}"
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise TlabError(f"kernel module {str(path)!r} cannot be imported")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module  # dataclasses and triton.jit look modules up by name
+    try:
+        loader_spec.loader.exec_module(module)
+    except TlabError as err:
+        raise TlabError(f"kernel module {str(path)!r}: {err}") from err
+    except Exception as err:  # the user's code: report it in one line, whatever it raised
+        sys.modules.pop(module_name, None)
+        where = ""
+        if isinstance(err, SyntaxError) and err.lineno:
+            where = f" (line {err.lineno})"
+        raise TlabError(
+            f"kernel module {str(path)!r} failed to import{where}: {type(err).__name__}: {err}"
+        ) from err
+
+    if hasattr(module, "SPECS"):
+        specs = list(module.SPECS)
+    elif hasattr(module, "SPEC"):
+        specs = [module.SPEC]
+    else:
+        raise TlabError(f"kernel module {str(path)!r} defines neither SPEC nor SPECS")
+    for spec in specs:
+        if not isinstance(spec, KernelSpec):
+            raise TlabError(
+                f"kernel module {str(path)!r}: SPEC/SPECS must hold KernelSpec objects, "
+                f"got {type(spec).__name__}"
+            )
+        if spec.name in _BUILTIN:
+            raise TlabError(
+                f"kernel module {str(path)!r}: name {spec.name!r} is taken by a built-in kernel"
+            )
+    for spec in specs:
+        _USER[spec.name] = spec
+    return specs

@@ -1,0 +1,174 @@
+"""Row softmax: y[i, :] = exp(x[i, :] - max(x[i, :])) / sum(exp(x[i, :] - max(x[i, :]))).
+
+Shapes: x is rows x cols, any strides; y has x's shape and dtype. Math in fp32 whatever
+the dtype; subtracting the row maximum first keeps exp() from overflowing.
+
+Work: about 5 flops per element (max, subtract, exp, sum, divide). Fewest bytes: read x
+once and write y once, 2 * rows * cols * element size; at well under one flop per byte
+softmax is bound by memory bandwidth and judged in GB/s.
+
+A program loads ROWS whole rows into registers (one row per program unless rows are narrow),
+so x is read exactly once. The whole row must fit in registers: rows up to 65,536 columns.
+Wider rows need an online (multi-pass) kernel, which tlab does not have yet.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.space import (
+    Config,
+    Space,
+    next_power_of_2,
+    row_tile_fits,
+    rows_not_exceeding,
+    split_config,
+)
+from tritonbench_lab.spec import (
+    GBPS,
+    Cost,
+    Inputs,
+    KernelSpec,
+    Outputs,
+    Shape,
+    Tolerance,
+    compile_baseline,
+)
+
+MAX_COLS = 65_536  # widest row one program holds in registers (see the module docstring)
+
+
+@triton.jit
+def softmax_kernel(
+    x_ptr, y_ptr,  # input and output, rows x cols
+    n_rows, n_cols,  # sizes
+    stride_xm, stride_xn,  # element strides of x
+    stride_ym, stride_yn,  # element strides of y
+    BLOCK_COLS: tl.constexpr,  # n_cols rounded up to a power of two
+    ROWS: tl.constexpr,  # rows per program
+):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_COLS)
+    # Rows past the end re-read a real row (so no row is all padding) and are not stored.
+    safe_rows = rows % n_rows
+    col_mask = cols[None, :] < n_cols
+    x_ptrs = x_ptr + safe_rows[:, None] * stride_xm + cols[None, :] * stride_xn
+    # Padding is -inf so it neither wins the max nor adds to the sum (exp(-inf) = 0).
+    x = tl.load(x_ptrs, mask=col_mask, other=-float("inf")).to(tl.float32)
+    shifted = x - tl.max(x, axis=1)[:, None]
+    numerator = tl.exp(shifted)
+    y = numerator / tl.sum(numerator, axis=1)[:, None]
+    y_ptrs = y_ptr + rows[:, None] * stride_ym + cols[None, :] * stride_yn
+    tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < n_rows) & col_mask)
+
+
+DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4}
+
+
+def softmax(x: torch.Tensor, config: Config | None = None,
+            out: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax over the last dimension of a 2-D tensor under exactly `config`."""
+    if x.ndim != 2:
+        raise TlabError(f"softmax needs a 2-D tensor, got shape {tuple(x.shape)}")
+    check_shape(Shape.of(rows=x.shape[0], cols=x.shape[1]))
+    config = DEFAULT_CONFIG if config is None else config
+    if out is None:
+        out = torch.empty_like(x)
+    meta, options = split_config(config)
+    n_rows, n_cols = x.shape
+    grid = (triton.cdiv(n_rows, meta["ROWS"]),)
+    softmax_kernel[grid](
+        x, out, n_rows, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1),
+        BLOCK_COLS=next_power_of_2(n_cols), **meta, **options,
+    )
+    return out
+
+
+def softmax_reference(inputs: Inputs) -> Outputs:
+    return (torch.softmax(inputs["x"].double(), dim=-1),)
+
+
+def torch_softmax(inputs: Inputs) -> torch.Tensor:
+    return torch.softmax(inputs["x"], dim=-1)
+
+
+def unfused_softmax(inputs: Inputs) -> torch.Tensor:
+    """What one writes without a fused op: five kernels, each a trip through memory."""
+    x = inputs["x"]
+    row_max = x.max(dim=-1, keepdim=True).values
+    numerator = torch.exp(x - row_max)
+    return numerator / numerator.sum(dim=-1, keepdim=True)
+
+
+SPACE = Space(
+    params={"ROWS": (1, 2, 4, 8), "num_warps": (1, 2, 4, 8, 16, 32)},
+    constraints=(row_tile_fits, rows_not_exceeding),
+    default=DEFAULT_CONFIG,
+)
+
+
+def make_inputs(shape: Shape, dtype: torch.dtype, device: str, seed: int) -> Inputs:
+    """Logits ~ N(0, 2^2) plus a per-row offset up to +-50, so the max shift is exercised."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    rows, cols = shape["rows"], shape["cols"]
+    x = 2.0 * torch.randn((rows, cols), generator=gen, device=device)
+    x += 100.0 * (torch.rand((rows, 1), generator=gen, device=device) - 0.5)
+    return {"x": x.to(dtype)}
+
+
+def allocate_outputs(inputs: Inputs) -> Outputs:
+    return (torch.empty_like(inputs["x"]),)
+
+
+def launch(inputs: Inputs, config: Config, outputs: Outputs) -> Outputs:
+    return (softmax(inputs["x"], config, out=outputs[0]),)
+
+
+def cost(shape: Shape, dtype: torch.dtype) -> Cost:
+    elements = shape["rows"] * shape["cols"]
+    size = torch.empty((), dtype=dtype).element_size()
+    return Cost(flops=5 * elements, bytes=2 * elements * size)
+
+
+def check_shape(shape: Shape) -> None:
+    if min(shape.sizes) < 1:
+        raise TlabError(f"softmax sizes must be positive, got {shape}")
+    if shape["cols"] > MAX_COLS:
+        raise TlabError(
+            f"softmax rows of {shape['cols']} columns are wider than the {MAX_COLS} a single-pass "
+            "program holds; the online (multi-pass) kernel does not exist yet"
+        )
+
+
+SPEC = KernelSpec(
+    name="softmax",
+    summary="numerically stable softmax over the last dim, fp32 math, one pass over memory",
+    dims=("rows", "cols"),
+    dtypes=(torch.float32, torch.float16, torch.bfloat16),
+    launch=launch,
+    allocate_outputs=allocate_outputs,
+    reference=softmax_reference,
+    baselines={
+        "torch": torch_softmax,
+        "unfused": unfused_softmax,
+        "compiled": compile_baseline(unfused_softmax),
+    },
+    space=SPACE,
+    # 8192 rows: from 1024 columns up every shape moves at least 32 MB (bf16) and the widest
+    # ones several GB, far past the 60 MB L2, so the numbers are about memory, not cache.
+    default_shapes=tuple(Shape.of(rows=8192, cols=c) for c in (1024, 4096, 8192, 16384, 32768, 65536)),
+    small_shapes=(Shape.of(rows=37, cols=129), Shape.of(rows=64, cols=1000)),
+    make_inputs=make_inputs,
+    tolerance={
+        # Outputs lie in [0, 1]; atol covers the tiny probabilities near fp16's subnormals.
+        torch.float32: Tolerance(atol=1e-6, rtol=1e-5),
+        torch.float16: Tolerance(atol=1e-5, rtol=2e-3),
+        torch.bfloat16: Tolerance(atol=1e-5, rtol=1e-2),
+    },
+    cost=cost,
+    metric=GBPS,
+    check_shape=check_shape,
+)

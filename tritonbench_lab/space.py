@@ -1,0 +1,147 @@
+"""Config spaces: the product of parameter lists, cut down by constraints.
+
+A config is a plain dict of integers, e.g.
+    {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
+Upper-case keys are the kernel's `tl.constexpr` meta-parameters; `num_warps` and
+`num_stages` are Triton launch options. A constraint looks at one config for one shape,
+dtype and device and returns why the config is pointless or cannot run there (or None), so
+that pruning happens before anything is compiled and every pruned config has a reason.
+
+This module imports neither torch nor triton; dtypes reach it as element sizes in bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Config = dict[str, int]
+
+# Launch options Triton takes beside the meta-parameters.
+LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What a config must fit into on one GPU."""
+
+    label: str
+    shared_memory_bytes: int  # per block, opt-in maximum (what Triton's OutOfResources checks)
+    max_warps: int = 32  # 1024 threads per block on every NVIDIA GPU since Kepler
+
+
+# Hopper (sm_90: H100, H200): Triton reports 232,448 bytes (227 KiB) of shared memory per
+# block. Used when no GPU is visible so that `tlab list` shows the space a Hopper sweep runs.
+HOPPER = DeviceLimits(label="sm_90 (H100/H200)", shared_memory_bytes=232_448)
+
+# A constraint gets (config, shape sizes by name, element size in bytes, device limits) and
+# returns a reason the config is pruned, or None to keep it.
+Constraint = Callable[[Config, Mapping[str, int], int, DeviceLimits], "str | None"]
+
+
+@dataclass(frozen=True)
+class Space:
+    """Parameter lists (their product is the space) plus constraints that prune it."""
+
+    params: Mapping[str, tuple[int, ...]]
+    constraints: tuple[Constraint, ...] = ()
+    # The config someone would write without tuning; it must lie inside the space.
+    default: Config = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, values in self.params.items():
+            if not values or any(not isinstance(v, int) or isinstance(v, bool) for v in values):
+                raise ValueError(f"space parameter {name!r} needs a non-empty list of integers")
+        if self.default and self.outside(self.default):
+            raise ValueError(f"default config is outside the space: {self.outside(self.default)}")
+
+    def __len__(self) -> int:
+        return math.prod(len(v) for v in self.params.values())
+
+    def __iter__(self) -> Iterator[Config]:
+        names = list(self.params)
+        for values in itertools.product(*self.params.values()):
+            yield dict(zip(names, values, strict=True))
+
+    def outside(self, config: Mapping[str, Any]) -> str | None:
+        """Why `config` is not a point of this space, or None when it is."""
+        unknown = sorted(set(config) - set(self.params))
+        if unknown:
+            return f"unknown parameter(s) {', '.join(unknown)} (known: {', '.join(self.params)})"
+        missing = [name for name in self.params if name not in config]
+        if missing:
+            return f"missing parameter(s) {', '.join(missing)}"
+        for name, values in self.params.items():
+            if config[name] not in values:
+                return f"{name}={config[name]} is not one of {list(values)}"
+        return None
+
+    def why_pruned(
+        self, config: Config, sizes: Mapping[str, int], elem_bytes: int, limits: DeviceLimits
+    ) -> str | None:
+        for constraint in self.constraints:
+            reason = constraint(config, sizes, elem_bytes, limits)
+            if reason:
+                return reason
+        return None
+
+    def prune(
+        self, sizes: Mapping[str, int], elem_bytes: int, limits: DeviceLimits
+    ) -> tuple[list[Config], list[tuple[Config, str]]]:
+        """(kept configs, [(pruned config, reason)]) for one shape, dtype and device."""
+        kept, pruned = [], []
+        for config in self:
+            reason = self.why_pruned(config, sizes, elem_bytes, limits)
+            if reason:
+                pruned.append((config, reason))
+            else:
+                kept.append(config)
+        return kept, pruned
+
+
+def split_config(config: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """(meta-parameters for the kernel, launch options for Triton)."""
+    meta = {k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}
+    options = {k: v for k, v in config.items() if k in LAUNCH_OPTIONS}
+    return meta, options
+
+
+def config_text(config: Mapping[str, int]) -> str:
+    """Readable, stable form: 'BLOCK_M=128 BLOCK_N=256 num_warps=8'."""
+    return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+# Beyond this many tile elements per thread a program keeps more live values than the 255
+# registers a thread can hold and spills to local memory; such configs are never winners.
+MAX_ELEMENTS_PER_THREAD = 256
+
+
+def row_tile_fits(config: Config, sizes: Mapping[str, int], elem_bytes: int,
+                  limits: DeviceLimits) -> str | None:
+    """Row kernels hold ROWS whole rows (padded to a power of two) in registers at once."""
+    threads = 32 * config["num_warps"]
+    elements = config.get("ROWS", 1) * next_power_of_2(sizes["cols"])
+    if config["num_warps"] > limits.max_warps:
+        return f"num_warps={config['num_warps']} exceeds {limits.max_warps}"
+    if elements > MAX_ELEMENTS_PER_THREAD * threads:
+        return (f"{elements} tile elements over {threads} threads is more than "
+                f"{MAX_ELEMENTS_PER_THREAD} per thread (register spills)")
+    if elements < threads and config["num_warps"] > 1:  # one warp is always kept as the floor
+        return f"{elements} tile elements leave some of the {threads} threads idle"
+    return None
+
+
+def rows_not_exceeding(config: Config, sizes: Mapping[str, int], elem_bytes: int,
+                       limits: DeviceLimits) -> str | None:
+    """More rows per program than the tensor has only repeats a smaller config's work."""
+    rows = config.get("ROWS", 1)
+    if rows > 1 and rows > sizes["rows"]:
+        return f"ROWS={rows} exceeds the {sizes['rows']} rows of the tensor"
+    return None

@@ -1,0 +1,247 @@
+"""The kernel contract: everything a harness needs to tune, verify and measure one kernel.
+
+A kernel module fills in one `KernelSpec` (see `tritonbench_lab/kernels/matmul.py` for a
+complete example, and README "Add your own kernel"). The harness then
+
+1. draws seeded random inputs with `make_inputs(shape, dtype, device, seed)`,
+2. allocates outputs with `allocate_outputs(inputs)` and poisons them with NaN,
+3. runs `launch(inputs, config, outputs)` for each config of `space` that survives pruning,
+4. checks the outputs against `reference(inputs)` at `tolerance[dtype]`,
+5. times the correct configs and every entry of `baselines`,
+6. turns times into TFLOP/s or GB/s with `cost(shape, dtype)`.
+
+Inputs are a dict of named tensors (and scalars such as `eps`); outputs are a tuple of
+tensors, so a kernel with two results (residual-add + RMSNorm writes both) fits the same
+shape as one with a single result.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.space import Config, Space
+
+# Names users type for dtypes, in the order tlab lists them.
+DTYPES: dict[str, torch.dtype] = {
+    "fp32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+}
+DTYPE_NAMES: dict[torch.dtype, str] = {v: k for k, v in DTYPES.items()}
+
+Inputs = dict[str, Any]
+Outputs = tuple[torch.Tensor, ...]
+
+
+def parse_dtype(text: str) -> torch.dtype:
+    """'bf16' -> torch.bfloat16; anything else is a TlabError naming the accepted names."""
+    key = text.strip().lower()
+    aliases = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "half": "fp16"}
+    key = aliases.get(key, key)
+    if key not in DTYPES:
+        raise TlabError(f"unknown dtype {text!r}: accepted are {', '.join(DTYPES)}")
+    return DTYPES[key]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return DTYPE_NAMES[dtype]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Named problem sizes, e.g. Shape.of(M=4096, N=4096, K=1024); prints as 4096x4096x1024."""
+
+    dims: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, **sizes: int) -> Shape:
+        return cls(tuple(sizes.items()))
+
+    def __getitem__(self, name: str) -> int:
+        for key, value in self.dims:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.dims)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(v for _, v in self.dims)
+
+    def __str__(self) -> str:
+        return "x".join(str(v) for v in self.sizes)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """An output element passes when |out - ref| <= atol + rtol * |ref| (ref in float64)."""
+
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Work one call must do: floating-point operations and the fewest bytes it must move
+    through device memory (each input read once, each output written once)."""
+
+    flops: int
+    bytes: int
+
+
+# The two throughput units; a spec says which one its users judge it by.
+TFLOPS = "TFLOP/s"
+GBPS = "GB/s"
+
+
+def throughput(cost: Cost, metric: str, ms: float) -> float:
+    """TFLOP/s or GB/s (10^9 bytes) of one call that took `ms` milliseconds."""
+    seconds = ms * 1e-3
+    if metric == TFLOPS:
+        return cost.flops / seconds / 1e12
+    return cost.bytes / seconds / 1e9
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel, described completely enough for tlab to tune and judge it.
+
+    Fields:
+        name: registry name, a lower-case identifier (`matmul`).
+        summary: one line for `tlab list`.
+        dims: names of the shape's sizes, e.g. ("M", "N", "K") or ("rows", "cols").
+        dtypes: dtypes the kernel supports.
+        launch: (inputs, config, outputs) -> outputs; runs the Triton kernel under exactly
+            `config` (no autotuning inside) and writes into `outputs`.
+        allocate_outputs: inputs -> empty output tensors of the right shapes and dtypes.
+        reference: inputs -> outputs computed in float64 (the ground truth).
+        baselines: provider name -> (inputs -> outputs), e.g. "torch", "unfused", "compiled".
+        space: the config space, with its constraints.
+        default_shapes: the shapes a sweep uses when none are given (GPU-sized).
+        small_shapes: shapes small enough for Triton's interpreter on a CPU.
+        make_inputs: (shape, dtype, device, seed) -> inputs; seeded random, never zeros.
+        tolerance: dtype -> Tolerance.
+        cost: (shape, dtype) -> Cost.
+        metric: TFLOPS for compute-bound kernels, GBPS for memory-bound ones.
+        check_shape: shape -> None, raising TlabError for a shape the kernel cannot run.
+        interpreter_dtypes: dtypes Triton's interpreter computes correctly for this kernel.
+    """
+
+    name: str
+    summary: str
+    dims: tuple[str, ...]
+    dtypes: tuple[torch.dtype, ...]
+    launch: Callable[[Inputs, Config, Outputs], Outputs]
+    allocate_outputs: Callable[[Inputs], Outputs]
+    reference: Callable[[Inputs], Outputs]
+    baselines: Mapping[str, Callable[[Inputs], Any]]
+    space: Space
+    default_shapes: tuple[Shape, ...]
+    small_shapes: tuple[Shape, ...]
+    make_inputs: Callable[[Shape, torch.dtype, str, int], Inputs]
+    tolerance: Mapping[torch.dtype, Tolerance]
+    cost: Callable[[Shape, torch.dtype], Cost]
+    metric: str
+    check_shape: Callable[[Shape], None] = field(default=lambda shape: None)
+    interpreter_dtypes: tuple[torch.dtype, ...] | None = None
+
+    def __post_init__(self) -> None:
+        problems = spec_problems(self)
+        if problems:
+            raise TlabError(f"kernel spec {self.name!r} is incomplete: {'; '.join(problems)}")
+
+    def shape(self, *sizes: int) -> Shape:
+        """Shape from sizes in `dims` order: spec.shape(4096, 4096, 1024)."""
+        if len(sizes) != len(self.dims):
+            raise TlabError(
+                f"{self.name} shapes have {len(self.dims)} sizes ({'x'.join(self.dims)}), "
+                f"got {len(sizes)}"
+            )
+        return Shape(tuple(zip(self.dims, sizes, strict=True)))
+
+    def interpreter_refusal(self, dtype: torch.dtype) -> str | None:
+        """Why this dtype cannot run in Triton's interpreter, or None when it can."""
+        allowed = self.interpreter_dtypes if self.interpreter_dtypes is not None else self.dtypes
+        if dtype in allowed:
+            return None
+        return (
+            f"{self.name} in {dtype_name(dtype)} cannot run in Triton's interpreter "
+            "(its tl.dot returns garbage for bfloat16, triton-lang/triton#11584); run it on a GPU"
+        )
+
+
+def spec_problems(spec: KernelSpec) -> list[str]:
+    """Every way `spec` falls short of the contract, as short phrases (empty when complete)."""
+    problems = []
+    if not (isinstance(spec.name, str) and spec.name.isidentifier() and spec.name.islower()):
+        problems.append(f"name must be a lower-case identifier, got {spec.name!r}")
+    if not spec.summary:
+        problems.append("summary is empty")
+    if not spec.dims:
+        problems.append("dims is empty")
+    if not spec.dtypes or any(d not in DTYPE_NAMES for d in spec.dtypes):
+        problems.append(f"dtypes must be a non-empty subset of {', '.join(DTYPES)}")
+    for attr in ("launch", "allocate_outputs", "reference", "make_inputs", "cost", "check_shape"):
+        if not callable(getattr(spec, attr)):
+            problems.append(f"{attr} is not callable")
+    if not spec.baselines:
+        problems.append("baselines is empty: give at least the PyTorch op to compare with")
+    elif any(not callable(fn) for fn in spec.baselines.values()):
+        problems.append("every baseline must be callable")
+    if not isinstance(spec.space, Space) or len(spec.space) == 0:
+        problems.append("space must be a non-empty Space")
+    missing_tol = [DTYPE_NAMES.get(d, str(d)) for d in spec.dtypes if d not in spec.tolerance]
+    if missing_tol:
+        problems.append(f"no tolerance for {', '.join(missing_tol)}")
+    if spec.metric not in (TFLOPS, GBPS):
+        problems.append(f"metric must be {TFLOPS!r} or {GBPS!r}")
+    for attr in ("default_shapes", "small_shapes"):
+        shapes: Sequence[Shape] = getattr(spec, attr)
+        if not shapes:
+            problems.append(f"{attr} is empty")
+        elif any(not isinstance(s, Shape) or s.names != tuple(spec.dims) for s in shapes):
+            problems.append(f"{attr} must be Shapes with dims {spec.dims}")
+    return problems
+
+
+def triton_interpreting() -> bool:
+    """True when Triton runs kernels through its CPU interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
+
+
+# torch.compile silently falls back to eager once one function has been recompiled more
+# times than dynamo's limit (8 by default); a sweep compiles once per shape and dtype.
+RECOMPILE_BUDGET = 1024
+
+
+def compile_baseline(fn: Callable[[Inputs], Any]) -> Callable[[Inputs], Any]:
+    """torch.compile of `fn`, specialised per shape, compiled on first call, never eager."""
+    compiled = None
+
+    def run(inputs: Inputs) -> Any:
+        nonlocal compiled
+        if compiled is None:
+            import torch._dynamo.config as dynamo_config
+
+            # Newer torch renamed the knobs; set whichever name this version has.
+            for new_name, old_name in (("recompile_limit", "cache_size_limit"),
+                                       ("accumulated_recompile_limit",
+                                        "accumulated_cache_size_limit")):
+                knob = new_name if hasattr(dynamo_config, new_name) else old_name
+                if hasattr(dynamo_config, knob):
+                    setattr(dynamo_config, knob, max(getattr(dynamo_config, knob), RECOMPILE_BUDGET))
+            compiled = torch.compile(fn, dynamic=False)
+        return compiled(inputs)
+
+    run.__name__ = f"compiled_{fn.__name__}"
+    run.__doc__ = f"torch.compile({fn.__name__})"
+    return run
