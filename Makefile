@@ -1,4 +1,4 @@
-# tlab: `make setup` once (idempotent), then `make test`, `make lint`.
+# tlab: every target sets up what it needs first (`make setup` is idempotent).
 PYTHON ?= python3
 VENV ?= .venv
 # Pinned so that a machine without a GPU here takes the CPU build that lies on disk;
@@ -6,7 +6,7 @@ VENV ?= .venv
 TORCH_VERSION ?= 2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint clean
+.PHONY: setup test lint list clean
 
 setup: $(VENV)/.installed
 
@@ -22,6 +22,9 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check tritonbench_lab tests examples
+
+list: setup
+	$(BIN)/tlab list
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
