@@ -8,7 +8,10 @@ CLI before it loads any kernel.
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
+from dataclasses import dataclass
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.space import HOPPER, DeviceLimits
@@ -49,3 +52,56 @@ def device_limits(backend: str) -> DeviceLimits:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     shared = getattr(props, "shared_memory_per_block_optin", 0) or HOPPER.shared_memory_bytes
     return DeviceLimits(label=props.name, shared_memory_bytes=int(shared))
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """The machine and toolchain a measurement was taken on; part of every row."""
+
+    gpu: str
+    gpu_slug: str
+    driver: str
+    cuda: str
+    torch: str
+    triton: str
+    tlab: str
+
+
+def slugify(name: str) -> str:
+    """'NVIDIA H200' -> 'nvidia-h200' (used in results/, configs/ and plots/ paths)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown-gpu"
+
+
+def _driver_version() -> str:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=30,
+        )
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 else "unknown"
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def fingerprint(backend: str) -> Fingerprint:
+    import torch
+    import triton
+
+    from tritonbench_lab import __version__
+
+    if backend == INTERPRETER:
+        return Fingerprint(INTERPRETER, INTERPRETER, "", "", torch.__version__,
+                           triton.__version__, __version__)
+    name = torch.cuda.get_device_name(torch.cuda.current_device())
+    return Fingerprint(name, slugify(name), _driver_version(), torch.version.cuda or "",
+                       torch.__version__, triton.__version__, __version__)
+
+
+def free_device_bytes(backend: str) -> int:
+    """Memory a new allocation can get: free GPU memory, or available host RAM."""
+    if backend == INTERPRETER:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    import torch
+
+    free, _total = torch.cuda.mem_get_info()
+    return free

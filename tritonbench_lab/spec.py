@@ -134,6 +134,7 @@ class KernelSpec:
         metric: TFLOPS for compute-bound kernels, GBPS for memory-bound ones.
         check_shape: shape -> None, raising TlabError for a shape the kernel cannot run.
         interpreter_dtypes: dtypes Triton's interpreter computes correctly for this kernel.
+        from_size: n -> Shape for a single size on the command line (default: every dim n).
     """
 
     name: str
@@ -153,6 +154,8 @@ class KernelSpec:
     metric: str
     check_shape: Callable[[Shape], None] = field(default=lambda shape: None)
     interpreter_dtypes: tuple[torch.dtype, ...] | None = None
+    # What a single size in `--sizes` means; by default every dim takes it (M = N = K = n).
+    from_size: Callable[[int], Shape] | None = None
 
     def __post_init__(self) -> None:
         problems = spec_problems(self)
@@ -167,6 +170,12 @@ class KernelSpec:
                 f"got {len(sizes)}"
             )
         return Shape(tuple(zip(self.dims, sizes, strict=True)))
+
+    def size_to_shape(self, n: int) -> Shape:
+        """The shape a single size means for this kernel (see `from_size`)."""
+        if self.from_size is not None:
+            return self.from_size(n)
+        return Shape(tuple((d, n) for d in self.dims))
 
     def interpreter_refusal(self, dtype: torch.dtype) -> str | None:
         """Why this dtype cannot run in Triton's interpreter, or None when it can."""

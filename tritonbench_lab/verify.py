@@ -14,6 +14,8 @@ import torch
 
 from tritonbench_lab.spec import Outputs, Tolerance
 
+CHUNK_ELEMENTS = 1 << 26  # 64 Mi elements: 512 MB per float64 temporary
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -45,17 +47,21 @@ def check(outputs: Outputs, reference: Outputs, tolerance: Tolerance) -> Verdict
     for index, (out, ref) in enumerate(zip(outputs, reference, strict=True)):
         if out.shape != ref.shape:
             return Verdict(False, float("inf"), float("inf"),
-                           f"output {index} has shape {tuple(out.shape)}, expected {tuple(ref.shape)}")
-        error = (out.double() - ref.double()).abs()
-        bound = tolerance.atol + tolerance.rtol * ref.double().abs()
-        finite = torch.isfinite(error)
-        if not bool(finite.all()):
-            bad = int((~finite).sum())
-            return Verdict(False, float("inf"), float("inf"),
-                           f"output {index} has {bad} NaN/inf element(s) (unwritten or overflow)")
-        if error.numel():
+                           f"output {index} has shape {tuple(out.shape)}, "
+                           f"expected {tuple(ref.shape)}")
+        flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+        # In chunks, so that checking a multi-GB output needs little memory beyond it.
+        for start in range(0, flat_out.numel(), CHUNK_ELEMENTS):
+            o = flat_out[start:start + CHUNK_ELEMENTS].double()
+            r = flat_ref[start:start + CHUNK_ELEMENTS].double()
+            error = (o - r).abs()
+            finite = torch.isfinite(error)
+            if not bool(finite.all()):
+                bad = int((~torch.isfinite(flat_out.double() - flat_ref.double())).sum())
+                return Verdict(False, float("inf"), float("inf"),
+                               f"output {index} has {bad} NaN/inf element(s) (unwritten or overflow)")
             max_abs = max(max_abs, float(error.max()))
-            worst = max(worst, float((error / bound).max()))
+            worst = max(worst, float((error / (tolerance.atol + tolerance.rtol * r.abs())).max()))
     if worst > 1.0:
         return Verdict(False, max_abs, worst,
                        f"max |error| {max_abs:.3g} is {worst:.3g}x the tolerance "

@@ -46,6 +46,7 @@ from tritonbench_lab.spec import (
 
 MAX_COLS = 65_536  # widest row one program holds in registers
 EPS = 1e-6
+DEFAULT_ROWS = 16384  # rows (tokens) when only a width is given
 
 
 @triton.jit
@@ -234,7 +235,8 @@ def check_shape(shape: Shape) -> None:
 
 # Hidden sizes of common transformer models; 16384 rows (tokens) make every bf16 shape
 # move at least 128 MB, far past the 60 MB L2 of an H200.
-_DEFAULT_SHAPES = tuple(Shape.of(rows=16384, cols=c) for c in (1024, 2048, 4096, 5120, 8192, 16384))
+_DEFAULT_SHAPES = tuple(Shape.of(rows=DEFAULT_ROWS, cols=c)
+                        for c in (1024, 2048, 4096, 5120, 8192, 16384))
 _SMALL_SHAPES = (Shape.of(rows=37, cols=129), Shape.of(rows=64, cols=1000))
 _TOLERANCE = {
     # y is of order one (times w); the bound covers rounding y (and h) to the dtype.
@@ -265,6 +267,7 @@ SPEC = KernelSpec(
     cost=cost,
     metric=GBPS,
     check_shape=check_shape,
+    from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
 )
 
 ADD_SPEC = KernelSpec(
@@ -288,4 +291,5 @@ ADD_SPEC = KernelSpec(
     cost=add_cost,
     metric=GBPS,
     check_shape=check_shape,
+    from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
 )

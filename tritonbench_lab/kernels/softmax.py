@@ -39,6 +39,7 @@ from tritonbench_lab.spec import (
 )
 
 MAX_COLS = 65_536  # widest row one program holds in registers (see the module docstring)
+DEFAULT_ROWS = 8192  # rows when only a width is given (`--sizes 4096` means 8192 x 4096)
 
 
 @triton.jit
@@ -159,7 +160,8 @@ SPEC = KernelSpec(
     space=SPACE,
     # 8192 rows: from 1024 columns up every shape moves at least 32 MB (bf16) and the widest
     # ones several GB, far past the 60 MB L2, so the numbers are about memory, not cache.
-    default_shapes=tuple(Shape.of(rows=8192, cols=c) for c in (1024, 4096, 8192, 16384, 32768, 65536)),
+    default_shapes=tuple(Shape.of(rows=DEFAULT_ROWS, cols=c)
+                         for c in (1024, 4096, 8192, 16384, 32768, 65536)),
     small_shapes=(Shape.of(rows=37, cols=129), Shape.of(rows=64, cols=1000)),
     make_inputs=make_inputs,
     tolerance={
@@ -171,4 +173,5 @@ SPEC = KernelSpec(
     cost=cost,
     metric=GBPS,
     check_shape=check_shape,
+    from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
 )

@@ -1,0 +1,185 @@
+"""The sweep: expand (dtype x shape x provider/config) tasks, skip the ones already measured,
+run the rest in the worker child, append one row per attempt, then write the winners.
+
+Order: dtype, then shape, then the baselines, then every config of the pruned space; configs
+pruned before compiling get a `skipped` row with the reason. Triton caches each compiled
+config on disk, so a config compiles once per dtype and shape specialisation, not per shape.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonbench_lab.env import Fingerprint
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.records import SKIPPED, TRITON, Record, resume_key
+from tritonbench_lab.space import DeviceLimits, Space, config_text
+from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, throughput
+from tritonbench_lab.store import ResultsWriter, check_results_file, load_records, results_path
+from tritonbench_lab.timing import BenchOptions
+from tritonbench_lab.tuned import compute_winners, configs_path, write_winners
+from tritonbench_lab.worker import Outcome, Task, Worker
+
+
+@dataclass
+class SweepRequest:
+    spec: KernelSpec
+    dtypes: list  # torch dtypes
+    shapes: list[Shape]
+    space: Space
+    root: Path
+    interpret: bool
+    fingerprint: Fingerprint
+    limits: DeviceLimits
+    free_bytes: int
+    fresh: bool = False
+    timeout_s: float = 120.0
+    seed: int = 0
+    kernel_modules: tuple[str, ...] = ()
+    bench: BenchOptions = field(default_factory=BenchOptions)
+
+
+@dataclass
+class Planned:
+    task: Task
+    skip_reason: str = ""  # non-empty: pruned, recorded as `skipped` without running
+
+
+@dataclass
+class SweepResult:
+    run_id: str
+    results_file: Path
+    configs_file: Path
+    measured: int
+    already_done: int
+    records: list[Record]
+    winners: list[dict[str, str]]
+
+
+def memory_estimate(spec: KernelSpec, shape: Shape, dtype) -> int:
+    """Device bytes one shape needs: inputs and outputs (the cost model's bytes), a second
+    set of outputs (a baseline's), and the float64 reference of the outputs."""
+    cost = spec.cost(shape, dtype)
+    return 2 * cost.bytes + cost.bytes // dtype.itemsize * 8
+
+
+def check_request(request: SweepRequest) -> None:
+    """Refuse, before anything runs, what cannot work; one line each."""
+    spec = request.spec
+    if not request.shapes:
+        raise TlabError("no shapes to sweep")
+    if not request.dtypes:
+        raise TlabError("no dtypes to sweep")
+    for dtype in request.dtypes:
+        if dtype not in spec.dtypes:
+            names = ", ".join(dtype_name(d) for d in spec.dtypes)
+            raise TlabError(f"{spec.name} does not support {dtype_name(dtype)}: it takes {names}")
+        if request.interpret and spec.interpreter_refusal(dtype):
+            raise TlabError(spec.interpreter_refusal(dtype))
+    for shape in request.shapes:
+        spec.check_shape(shape)
+        for dtype in request.dtypes:
+            need = memory_estimate(spec, shape, dtype)
+            if need > request.free_bytes:
+                where = "host memory" if request.interpret else "free GPU memory"
+                raise TlabError(
+                    f"{spec.name} {dtype_name(dtype)} {shape} needs about {need / 1e9:.1f} GB "
+                    f"(inputs, outputs, float64 reference); only {request.free_bytes / 1e9:.1f} GB "
+                    f"of {where}"
+                )
+    check_results_file(results_path(request.root, request.fingerprint.gpu_slug, spec.name))
+
+
+def plan(request: SweepRequest) -> list[Planned]:
+    spec = request.spec
+    planned = []
+    for dtype in request.dtypes:
+        name = dtype_name(dtype)
+        for shape in request.shapes:
+            planned += [Planned(Task(spec.name, b, shape.sizes, name, {}, request.seed))
+                        for b in spec.baselines]
+            for config in request.space:
+                reason = request.space.why_pruned(config, dict(shape.dims), dtype.itemsize,
+                                                  request.limits)
+                task = Task(spec.name, TRITON, shape.sizes, name, dict(config), request.seed)
+                planned.append(Planned(task, reason or ""))
+    return planned
+
+
+def _record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome) -> Record:
+    spec = request.spec
+    fp = request.fingerprint
+    shape = spec.shape(*task.sizes)
+    value = None
+    if outcome.p50_ms:
+        value = throughput(spec.cost(shape, _dtype(task.dtype)), spec.metric, outcome.p50_ms)
+    timed = outcome.p50_ms is not None
+    return Record(
+        run_id=run_id,
+        timestamp=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        kernel=spec.name, provider=task.provider, dtype=task.dtype, shape=str(shape),
+        config=config_text(task.config), status=outcome.status, error=outcome.error,
+        max_abs_error=outcome.max_abs_error, p20_ms=outcome.p20_ms, p50_ms=outcome.p50_ms,
+        p80_ms=outcome.p80_ms, throughput=value, metric=spec.metric,
+        compile_s=outcome.compile_s,
+        timing=request.bench.method(request.interpret) if timed else "",
+        seed=task.seed, gpu=fp.gpu, gpu_slug=fp.gpu_slug, driver=fp.driver, cuda=fp.cuda,
+        torch=fp.torch, triton=fp.triton, tlab=fp.tlab,
+    )
+
+
+def _dtype(name: str):
+    from tritonbench_lab.spec import parse_dtype
+
+    return parse_dtype(name)
+
+
+def _key(request: SweepRequest, task: Task) -> tuple[str, ...]:
+    fp = request.fingerprint
+    return resume_key({
+        "gpu_slug": fp.gpu_slug, "torch": fp.torch, "triton": fp.triton, "kernel": task.kernel,
+        "provider": task.provider, "dtype": task.dtype,
+        "shape": str(request.spec.shape(*task.sizes)), "config": config_text(task.config),
+    })
+
+
+def run_sweep(request: SweepRequest,
+              on_start: Callable[[int], None] = lambda total: None,
+              on_row: Callable[[Record], None] = lambda record: None) -> SweepResult:
+    """Measure every planned task not measured before (all of them with `fresh`)."""
+    check_request(request)
+    spec = request.spec
+    slug = request.fingerprint.gpu_slug
+    results_file = results_path(request.root, slug, spec.name)
+    done = set() if request.fresh else {r.key() for r in load_records(results_file)}
+    planned = plan(request)
+    todo = [p for p in planned if _key(request, p.task) not in done]
+    run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + \
+        uuid.uuid4().hex[:6]
+    writer = ResultsWriter(results_file)
+    records: list[Record] = []
+    on_start(len(todo))
+    worker = Worker(request.interpret, request.kernel_modules, request.bench)
+    try:
+        for item in todo:
+            if item.skip_reason:
+                outcome = Outcome(SKIPPED, item.skip_reason)
+            else:
+                outcome = worker.run(item.task, request.timeout_s)
+            record = _record(request, run_id, item.task, outcome)
+            writer.append([record])  # flushed now: a kill loses at most the task in flight
+            records.append(record)
+            on_row(record)
+    finally:
+        worker.stop()
+    configs_file = configs_path(request.root, slug, spec.name)
+    all_rows = load_records(results_file)
+    winners = compute_winners(all_rows)
+    if winners:
+        write_winners(configs_file, winners)
+    return SweepResult(run_id, results_file, configs_file, len(records),
+                       len(planned) - len(todo), all_rows, winners)

@@ -1,0 +1,242 @@
+"""Run one measurement task in a child process, so that a crash or a hang costs one task.
+
+A kernel that faults (illegal or misaligned address) leaves its process's CUDA context
+unusable; one that never terminates blocks its process. Both stay inside a `spawn`ed child:
+the parent sees the child die or miss its deadline, records `crash` or `timeout`, starts a
+fresh child and goes on. The child keeps the current inputs and float64 reference between
+tasks of the same shape, so the reference is computed once per shape, not once per config.
+
+Inside the child, one task is: first call into NaN-poisoned outputs (this compiles; its wall
+time is `compile_s`) -> verify against the reference -> time the correct ones.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from tritonbench_lab.records import (
+    COMPILE_ERROR,
+    CRASH,
+    OK,
+    OUT_OF_RESOURCES,
+    TIMEOUT,
+    TRITON,
+    WRONG_RESULT,
+)
+from tritonbench_lab.timing import BenchOptions
+
+# A fresh child imports torch and triton and initialises CUDA before its first task.
+STARTUP_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Task:
+    kernel: str
+    provider: str  # TRITON or a baseline name
+    sizes: tuple[int, ...]
+    dtype: str
+    config: dict[str, int] = field(default_factory=dict)
+    seed: int = 0
+
+
+@dataclass
+class Outcome:
+    status: str
+    error: str = ""
+    max_abs_error: float | None = None
+    p20_ms: float | None = None
+    p50_ms: float | None = None
+    p80_ms: float | None = None
+    compile_s: float | None = None
+
+
+def classify(err: BaseException) -> str:
+    """Status for an exception raised by a first call."""
+    names = {cls.__name__ for cls in type(err).__mro__}
+    if "OutOfResources" in names:
+        return OUT_OF_RESOURCES
+    text = str(err)
+    if "CompilationError" in names or "PassManager" in text or "compil" in text.lower():
+        return COMPILE_ERROR
+    if type(err).__module__.startswith("triton"):
+        return COMPILE_ERROR
+    return CRASH
+
+
+def one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}"[:500]
+
+
+class _Child:
+    """State and logic of the child process."""
+
+    def __init__(self, kernel_modules: tuple[str, ...], bench: BenchOptions):
+        from tritonbench_lab.kernels import load_kernel_module
+
+        for path in kernel_modules:
+            load_kernel_module(path)
+        self.bench = bench
+        self.interpreting = os.environ.get("TRITON_INTERPRET") == "1"
+        self.device = "cpu" if self.interpreting else "cuda"
+        self.case_key = None
+        self.inputs = None
+        self.reference = None
+
+    def _prepare(self, spec, task: Task):
+        key = (task.kernel, task.sizes, task.dtype, task.seed)
+        if key != self.case_key:
+            from tritonbench_lab.spec import parse_dtype
+
+            self.inputs = self.reference = None  # free the previous shape first
+            shape = spec.shape(*task.sizes)
+            self.inputs = spec.make_inputs(shape, parse_dtype(task.dtype), self.device, task.seed)
+            self.reference = spec.reference(self.inputs)
+            self.case_key = key
+
+    def run(self, task: Task) -> Outcome:
+        import torch
+
+        from tritonbench_lab.kernels import get_spec
+        from tritonbench_lab.spec import parse_dtype
+        from tritonbench_lab.timing import time_call
+        from tritonbench_lab.verify import as_outputs, check, poison
+
+        spec = get_spec(task.kernel)
+        self._prepare(spec, task)
+        inputs = self.inputs
+        tolerance = spec.tolerance[parse_dtype(task.dtype)]
+        if task.provider == TRITON:
+            outputs = poison(spec.allocate_outputs(inputs))
+
+            def call():
+                return spec.launch(inputs, task.config, outputs)
+        else:
+            baseline = spec.baselines[task.provider]
+
+            def call():
+                return baseline(inputs)
+
+        def sync():
+            if not self.interpreting:
+                torch.cuda.synchronize()
+
+        start = time.perf_counter()
+        try:
+            result = as_outputs(call())
+            sync()
+        except Exception as err:  # any failure of the user's kernel becomes a status row
+            return Outcome(classify(err), one_line(err))
+        compile_s = time.perf_counter() - start
+        verdict = check(result, self.reference, tolerance)
+        del result
+        if not verdict.ok and task.provider == TRITON:
+            return Outcome(WRONG_RESULT, verdict.detail, verdict.max_abs_error,
+                           compile_s=compile_s)
+        try:
+            p20, p50, p80 = time_call(call, self.bench, self.interpreting)
+            sync()
+        except Exception as err:
+            return Outcome(CRASH, "while timing: " + one_line(err), verdict.max_abs_error,
+                           compile_s=compile_s)
+        # Baselines are timed even when less accurate than the tolerance (the unfused bf16
+        # softmax is, by a little): the row says so, and only Triton configs can win.
+        status = OK if verdict.ok else WRONG_RESULT
+        return Outcome(status, verdict.detail, verdict.max_abs_error, p20, p50, p80, compile_s)
+
+
+def _serve(inbox, outbox, kernel_modules, bench, interpret: bool) -> None:
+    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
+    try:
+        child = _Child(tuple(kernel_modules), bench)
+    except Exception as err:
+        outbox.put(("failed", one_line(err)))
+        return
+    outbox.put(("ready", None))
+    while True:
+        task = inbox.get()
+        if task is None:
+            return
+        try:
+            outcome = child.run(task)
+        except Exception as err:  # a bug in tlab or the spec: keep it, with where it was
+            where = traceback.extract_tb(err.__traceback__)[-1]
+            outcome = Outcome(CRASH, f"{one_line(err)} at {where.filename}:{where.lineno}")
+        outbox.put(("done", outcome))
+        if outcome.status == CRASH:
+            return  # the CUDA context may be unusable now: let the parent start a fresh child
+
+
+class Worker:
+    """A child process that runs Tasks one at a time; restarted after a crash or timeout."""
+
+    def __init__(self, interpret: bool, kernel_modules: tuple[str, ...] = (),
+                 bench: BenchOptions | None = None):
+        self.interpret = interpret
+        self.kernel_modules = tuple(str(p) for p in kernel_modules)
+        self.bench = bench or BenchOptions()
+        self._context = multiprocessing.get_context("spawn")
+        self._process = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        self._inbox = self._context.Queue()
+        self._outbox = self._context.Queue()
+        self._process = self._context.Process(
+            target=_serve,
+            args=(self._inbox, self._outbox, self.kernel_modules, self.bench, self.interpret),
+            daemon=True,
+        )
+        self._process.start()
+        kind, detail = self._receive(STARTUP_TIMEOUT_S) or ("timeout", "worker did not start")
+        if kind != "ready":
+            self.stop()
+            raise RuntimeError(f"measurement worker failed to start: {detail}")
+
+    def _receive(self, timeout_s: float):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                return self._outbox.get(timeout=min(0.2, max(0.01, deadline - time.monotonic())))
+            except queue.Empty:
+                if not self._process.is_alive():
+                    try:  # it may have answered just before it exited
+                        return self._outbox.get(timeout=0.5)
+                    except queue.Empty:
+                        return ("died", f"worker exited with code {self._process.exitcode}")
+        return None
+
+    def run(self, task: Task, timeout_s: float) -> Outcome:
+        if self._process is None or not self._process.is_alive():
+            if self._process is not None:
+                self.restarts += 1
+            self._start()
+        self._inbox.put(task)
+        message = self._receive(timeout_s)
+        if message is None:
+            self.stop()
+            return Outcome(TIMEOUT, f"no result within {timeout_s:g} s; worker killed")
+        kind, payload = message
+        if kind == "died":
+            self.stop()
+            return Outcome(CRASH, payload)
+        return payload
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        if self._process.is_alive():
+            try:
+                self._inbox.put(None)
+                self._process.join(timeout=2)
+            except (OSError, ValueError):
+                pass
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join(timeout=5)
+        self._process = None
