@@ -9,10 +9,10 @@ export PYTHONPATH=${PYTHONPATH:-.} PYTHONUNBUFFERED=1 COLUMNS=160
 tlab() { python3 -m tritonbench_lab "$@"; }
 timed() {  # timed NAME COMMAND...: run, keep the log, record the wall time
   local name=$1; shift
-  local start=$(date +%s.%N)
+  local start=$EPOCHREALTIME
   "$@" > "$out/logs/$name.log" 2>&1
   local rc=$?
-  printf '%s\t%.1f s\trc=%s\t%s\n' "$name" "$(echo "$(date +%s.%N) - $start" | bc)" "$rc" "$*" \
+  printf '%s\t%s s\trc=%s\t%s\n' "$name" "$(awk "BEGIN{printf \"%.1f\", $EPOCHREALTIME - $start}")" "$rc" "$*" \
     | tee -a "$out/logs/walltime.tsv"
   tail -n 25 "$out/logs/$name.log"
 }
