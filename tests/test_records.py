@@ -1,0 +1,201 @@
+"""The row schema: results/SCHEMA.md matches the code, and rows survive a trip through CSV text."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from tritonbench_lab import records
+from tritonbench_lab.records import (
+    COLUMNS,
+    KEY_COLUMNS,
+    STATUSES,
+    Record,
+    from_csv_row,
+    parse_config_text,
+    resume_key,
+    to_csv_row,
+)
+
+SCHEMA = Path(__file__).resolve().parents[1] / "results" / "SCHEMA.md"
+ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|(.*)\|\s*$")
+
+
+def schema_tables() -> dict[str, list[tuple[str, str]]]:
+    """Level-2 heading -> [(column, meaning)] of the `| `column` | meaning |` rows under it."""
+    tables: dict[str, list[tuple[str, str]]] = {}
+    heading = ""
+    for line in SCHEMA.read_text().splitlines():
+        if line.startswith("## "):
+            heading = line[3:].replace("&lt;", "<").replace("&gt;", ">").strip()
+            tables[heading] = []
+        match = ROW.match(line)
+        if match:
+            tables[heading].append((match[1], match[2].strip()))
+    return tables
+
+
+def table(heading: str) -> list[str]:
+    tables = schema_tables()
+    assert heading in tables, f"no section '## {heading}' in {SCHEMA}: {list(tables)}"
+    rows = tables[heading]
+    assert all(meaning for _, meaning in rows), f"a column of {heading} has no meaning"
+    return [name for name, _ in rows]
+
+
+def test_schema_documents_every_results_column_in_order():
+    assert tuple(table("results/<gpu-slug>/<kernel>.csv")) == COLUMNS
+
+
+def test_schema_documents_every_winners_column_in_order():
+    from tritonbench_lab.tuned import WINNER_COLUMNS
+
+    assert tuple(table("configs/<gpu-slug>/<kernel>.csv")) == WINNER_COLUMNS
+
+
+def test_schema_documents_every_ceilings_column_in_order():
+    from tritonbench_lab.calibrate import CEILING_COLUMNS
+
+    assert tuple(table("results/<gpu-slug>/ceilings.csv")) == CEILING_COLUMNS
+
+
+def test_schema_names_every_status():
+    text = SCHEMA.read_text()
+    for status in STATUSES:
+        assert f"- `{status}`:" in text, status
+
+
+def make_record(**changes) -> Record:
+    values = dict(
+        run_id="20250101T000000Z-abcdef", timestamp="2025-01-01T00:00:01+00:00",
+        kernel="softmax", provider="triton", dtype="fp32", shape="37x129",
+        config="ROWS=1 num_warps=4", status="ok", error="", max_abs_error=6.615572645252144e-08,
+        p20_ms=0.1, p50_ms=1 / 3, p80_ms=2.0000000000000004, throughput=1e-300, metric="GB/s",
+        compile_s=0.14526346599996032, timing="interpreter wall clock, median of 3", seed=7,
+        gpu="interpreter", gpu_slug="interpreter", driver="", cuda="", torch="2.5.1",
+        triton="3.1.0", tlab="0.1.0",
+    )
+    values.update(changes)
+    return Record(**values)
+
+
+def as_dict(record: Record) -> dict[str, str]:
+    return dict(zip(COLUMNS, to_csv_row(record), strict=True))
+
+
+def test_columns_are_the_record_fields_in_order():
+    assert COLUMNS == tuple(f.name for f in dataclasses.fields(Record))
+    assert len(set(COLUMNS)) == len(COLUMNS)
+
+
+def test_round_trip_keeps_floats_exact():
+    record = make_record()
+    back = from_csv_row(as_dict(record))
+    assert back == record
+    assert back.p50_ms == 1 / 3 and back.throughput == 1e-300  # bit for bit, not rounded
+    assert isinstance(back.seed, int) and back.seed == 7
+
+
+def test_round_trip_none_is_an_empty_cell():
+    record = make_record(status="wrong_result", error="max |error| 1 is 9.99e+05x the tolerance",
+                         p20_ms=None, p50_ms=None, p80_ms=None, throughput=None, timing="")
+    row = as_dict(record)
+    assert row["p20_ms"] == row["p50_ms"] == row["p80_ms"] == row["throughput"] == ""
+    assert from_csv_row(row) == record
+
+
+def test_round_trip_baseline_with_empty_config_and_every_float_missing():
+    floats = {name: None for name in records.FLOAT_COLUMNS}
+    record = make_record(provider="torch", config="", status="crash",
+                         error="RuntimeError: CUDA error, worker restarted", **floats)
+    row = as_dict(record)
+    assert all(row[name] == "" for name in records.FLOAT_COLUMNS)
+    assert from_csv_row(row) == record
+
+
+def test_every_status_round_trips():
+    for status in STATUSES:
+        assert from_csv_row(as_dict(make_record(status=status))).status == status
+
+
+def test_unknown_status_is_rejected():
+    row = as_dict(make_record())
+    row["status"] = "fast"
+    with pytest.raises(ValueError, match="unknown status 'fast'"):
+        from_csv_row(row)
+
+
+def test_missing_column_is_rejected_and_named():
+    row = as_dict(make_record())
+    del row["p50_ms"]
+    with pytest.raises(ValueError, match="missing column.*p50_ms"):
+        from_csv_row(row)
+
+
+@pytest.mark.parametrize("column, text", [("p50_ms", "fast"), ("max_abs_error", "1,5"),
+                                          ("compile_s", "n/a")])
+def test_unparsable_float_is_rejected(column, text):
+    row = as_dict(make_record())
+    row[column] = text
+    with pytest.raises(ValueError):
+        from_csv_row(row)
+
+
+def test_unparsable_seed_is_rejected():
+    row = as_dict(make_record())
+    row["seed"] = "seven"
+    with pytest.raises(ValueError):
+        from_csv_row(row)
+
+
+def test_key_columns_are_columns():
+    assert set(KEY_COLUMNS) <= set(COLUMNS)
+    assert len(set(KEY_COLUMNS)) == len(KEY_COLUMNS)
+
+
+def test_resume_key_uses_exactly_the_key_columns():
+    record = make_record()
+    assert record.key() == tuple(str(getattr(record, c)) for c in KEY_COLUMNS)
+    assert record.key() == resume_key(dataclasses.asdict(record))
+    for name in COLUMNS:
+        original = getattr(record, name)
+        if isinstance(original, str):
+            changed = original + "-other"
+        elif isinstance(original, int):
+            changed = original + 1
+        else:
+            changed = (original or 0.0) + 1.0
+        other = dataclasses.replace(record, **{name: changed})
+        if name in KEY_COLUMNS:
+            assert other.key() != record.key(), f"{name} is a key column but does not change it"
+        else:
+            assert other.key() == record.key(), f"{name} is not a key column but changes it"
+
+
+def test_resume_key_reads_only_key_columns():
+    row = {name: f"value of {name}" for name in KEY_COLUMNS}  # no other column present
+    assert resume_key(row) == tuple(f"value of {name}" for name in KEY_COLUMNS)
+
+
+def test_parse_config_text_round_trips_config_text():
+    from tritonbench_lab.space import config_text
+
+    config = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8,
+              "num_stages": 3}
+    text = config_text(config)
+    assert text == "BLOCK_M=128 BLOCK_N=256 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=3"
+    assert parse_config_text(text) == config
+    assert list(parse_config_text(text)) == list(config)  # order kept
+    assert parse_config_text(config_text({})) == {}
+    assert parse_config_text("") == {}
+
+
+def test_parse_config_text_round_trips_every_config_of_a_space():
+    from tritonbench_lab.kernels.softmax import SPACE
+    from tritonbench_lab.space import config_text
+
+    for config in SPACE:
+        assert parse_config_text(config_text(config)) == config
