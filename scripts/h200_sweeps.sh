@@ -22,6 +22,8 @@ case $stage in
     timed matmul-bf16 tlab sweep matmul --dtype bf16 --sizes 512-8192 --rep-ms 50 --out "$out"
     ;;
   rows)
+    # Measure against the committed calibration of this GPU (for % of ceiling).
+    mkdir -p "$out/results/nvidia-h200" && cp results/nvidia-h200/ceilings.csv "$out/results/nvidia-h200/"
     # Planted faults go to their own folder: test evidence, not product results.
     timed planted_fault tlab sweep planted_fault --kernel-module tests/planted_kernels.py \
       --out "$out/planted"
@@ -37,3 +39,5 @@ case $stage in
     timed pytest python3 -m pytest -q -p no:cacheprovider
     ;;
 esac
+# The device tool brings back few files per call: pack everything into one archive.
+tar -C "$out" -czf "$out/../bundle.tgz" . && rm -rf "$out"/* && mv "$out/../bundle.tgz" "$out/"

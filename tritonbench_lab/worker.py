@@ -58,10 +58,14 @@ class Outcome:
 def classify(err: BaseException) -> str:
     """Status for an exception raised by a first call."""
     names = {cls.__name__ for cls in type(err).__mro__}
+    text = str(err)
     if "OutOfResources" in names:
         return OUT_OF_RESOURCES
-    text = str(err)
-    if "CompilationError" in names or "PassManager" in text or "compil" in text.lower():
+    # A fault on the device (its message also mentions compiling, with TORCH_USE_CUDA_DSA):
+    # the CUDA context is gone, so this is a crash and the worker must be replaced.
+    if "AcceleratorError" in names or "CUDA error" in text or "illegal memory access" in text:
+        return CRASH
+    if "CompilationError" in names or "PassManager" in text:
         return COMPILE_ERROR
     if type(err).__module__.startswith("triton"):
         return COMPILE_ERROR

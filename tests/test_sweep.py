@@ -1,0 +1,277 @@
+"""`tlab sweep` end to end, as users run it: small sweeps in Triton's interpreter, resume,
+--fresh, planted wrong results, and bad input refused in one line before anything is written.
+Also the planning arithmetic of tritonbench_lab.sweep, directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.records import OK, SKIPPED, TRITON, WRONG_RESULT, parse_config_text
+from tritonbench_lab.store import load_records, results_path
+from tritonbench_lab.tuned import configs_path, load_winners
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = ("planted", "--kernel-module", "tests/planted_kernels.py")
+SOFTMAX = ("softmax", "--dtype", "fp32", "--sizes", "37x129")
+# At 37x129 (rows padded to 256 columns): ROWS=1 num_warps=4 runs; num_warps=32 leaves threads
+# idle and ROWS=64 exceeds the 37 rows, so the other three configs are pruned.
+SOFTMAX_SPACE = {"ROWS": [1, 64], "num_warps": [4, 32]}
+
+
+def sweep(*args, out: Path) -> subprocess.CompletedProcess:
+    """`tlab sweep ARGS --out OUT` in Triton's interpreter, from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "tritonbench_lab", "sweep", *args, "--interpret", "--out", str(out)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def said(result: subprocess.CompletedProcess) -> str:
+    """Everything the command printed, with rich's line wrapping undone."""
+    return " ".join((result.stdout + result.stderr).split())
+
+
+@pytest.fixture(scope="module")
+def softmax_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("softmax")
+    space = base / "space.json"
+    space.write_text(json.dumps(SOFTMAX_SPACE))
+    out = base / "out"
+    result = sweep(*SOFTMAX, "--space", str(space), out=out)
+    assert result.returncode == 0, result.stderr
+    return out, result
+
+
+@pytest.fixture(scope="module")
+def planted_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("planted") / "out"
+    result = sweep(*PLANTED, out=out)
+    assert result.returncode == 0, result.stderr
+    return out, result
+
+
+def test_sweep_writes_rows_and_winners(softmax_run):
+    from tritonbench_lab.kernels.softmax import SPEC
+
+    out, _ = softmax_run
+    rows = load_records(results_path(out, "interpreter", "softmax"))
+    assert len(rows) == len(SPEC.baselines) + 4  # every baseline, every config of the space
+    assert {(r.gpu, r.gpu_slug) for r in rows} == {("interpreter", "interpreter")}
+    assert {(r.kernel, r.dtype, r.shape) for r in rows} == {("softmax", "fp32", "37x129")}
+    timed = [r for r in rows if r.p50_ms is not None]
+    assert len(timed) == len(SPEC.baselines) + 1
+    assert all("interpreter" in r.timing for r in timed)
+    baselines = [r.provider for r in rows if r.provider != TRITON]
+    assert sorted(baselines) == sorted(SPEC.baselines)  # each exactly once
+    assert all(r.config == "" and r.status == OK for r in rows if r.provider != TRITON)
+    winners = load_winners(configs_path(out, "interpreter", "softmax"))
+    assert [(w["dtype"], w["shape"], w["config"]) for w in winners] == [
+        ("fp32", "37x129", "ROWS=1 num_warps=4")]
+
+
+def test_pruned_configs_are_skipped_rows_with_their_reason(softmax_run):
+    out, _ = softmax_run
+    triton_rows = [r for r in load_records(results_path(out, "interpreter", "softmax"))
+                   if r.provider == TRITON]
+    by_config = {r.config: r for r in triton_rows}
+    assert sorted(by_config) == sorted(
+        f"ROWS={rows} num_warps={warps}" for rows in (1, 64) for warps in (4, 32))
+    assert by_config["ROWS=1 num_warps=4"].status == OK
+    skipped = [r for r in triton_rows if r.config != "ROWS=1 num_warps=4"]
+    assert all(r.status == SKIPPED for r in skipped)
+    assert all(r.error and r.p50_ms is None and r.compile_s is None for r in skipped)
+    assert "idle" in by_config["ROWS=1 num_warps=32"].error
+    assert "exceeds the 37 rows" in by_config["ROWS=64 num_warps=4"].error
+
+
+def test_second_identical_run_measures_nothing_new(softmax_run, tmp_path):
+    first_out, _ = softmax_run
+    out = tmp_path / "out"
+    shutil.copytree(first_out, out)
+    path = results_path(out, "interpreter", "softmax")
+    before = path.read_bytes()
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps(SOFTMAX_SPACE))
+    result = sweep(*SOFTMAX, "--space", str(space), out=out)
+    assert result.returncode == 0, result.stderr
+    assert path.read_bytes() == before
+    assert "7 task(s) already measured" in said(result)
+    assert "Nothing new to measure" in said(result)
+
+
+def test_fresh_appends_and_never_rewrites(planted_run, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(planted_run[0], out)
+    path = results_path(out, "interpreter", "planted")
+    before_bytes, before = path.read_bytes(), load_records(path)
+    result = sweep(*PLANTED, "--fresh", out=out)
+    assert result.returncode == 0, result.stderr
+    after = load_records(path)
+    assert len(after) == 2 * len(before)
+    assert path.read_bytes().startswith(before_bytes)  # the first rows, byte for byte
+    assert after[:len(before)] == before
+    assert {r.run_id for r in after[len(before):]}.isdisjoint({r.run_id for r in before})
+    assert "already measured" not in said(result)
+
+
+def test_planted_wrong_results_are_recorded_and_never_win(planted_run):
+    out, _ = planted_run
+    rows = [r for r in load_records(results_path(out, "interpreter", "planted"))
+            if r.provider == TRITON]
+    modes = {r.config: parse_config_text(r.config)["MODE"] for r in rows}
+    assert sorted(modes.values()) == [0, 0, 1, 1]  # BLOCK in (128, 1024) x MODE in (0, 1)
+    for r in rows:
+        if modes[r.config] == 1:
+            assert r.status == WRONG_RESULT and r.error and r.max_abs_error >= 0.99
+            assert r.p50_ms is None and r.throughput is None  # wrong configs are not timed
+        else:
+            assert r.status == OK and r.p50_ms is not None
+    (winner,) = load_winners(configs_path(out, "interpreter", "planted"))
+    assert parse_config_text(winner["config"])["MODE"] == 0
+    assert winner["best_baseline"] == "torch"
+
+
+# --- bad input: one line, exit 2, nothing written ----------------------------------------
+
+BAD_INPUT = [
+    (("softmax", "--sizes", "abc"), ["bad size term 'abc'"]),
+    (("softmax", "--sizes", "8192-512"), ["the range is reversed"]),
+    (("softmax", "--dtype", "bf17"), ["unknown dtype 'bf17'"]),
+    (("matmull",), ["unknown kernel 'matmull'", "did you mean 'matmul'"]),
+    (("matmul", "--dtype", "bf16"), ["interpreter", "11584"]),
+    (("softmax", "--sizes", "70000"), ["70000 columns", "wider than"]),
+    (("softmax", "--dtype", "fp32", "--sizes", "1000000000x65536"), ["needs about", "GB"]),
+    # Refused by matmul's 32-bit offsets before its memory is estimated.
+    (("matmul", "--dtype", "fp32", "--sizes", "2000000x2000000x8"), ["fewer than 2^31"]),
+]
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, phrases: list[str]) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("tlab: error: ")
+    for phrase in phrases:
+        assert phrase in lines[0]
+
+
+@pytest.mark.parametrize("args, phrases", BAD_INPUT, ids=lambda v: " ".join(v)[:40])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(args, phrases, tmp_path):
+    out = tmp_path / "out"
+    result = sweep(*args, out=out)
+    assert_one_line_error(result, phrases)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("text, phrases", [
+    ('{"BLOCK": [1]}', ["unknown parameter 'BLOCK'", "ROWS"]),
+    ("ROWS: [1, 2]", ["is not valid JSON"]),
+], ids=["unknown-parameter", "not-json"])
+def test_bad_space_file_is_one_line_exit_2_and_writes_nothing(text, phrases, tmp_path):
+    space = tmp_path / "space.json"
+    space.write_text(text)
+    out = tmp_path / "out"
+    result = sweep(*SOFTMAX, "--space", str(space), out=out)
+    assert_one_line_error(result, [f"--space file {str(space)!r}", *phrases])
+    assert not out.exists()
+
+
+def test_foreign_results_file_is_refused_and_left_alone(tmp_path):
+    out = tmp_path / "out"
+    path = results_path(out, "interpreter", "softmax")
+    path.parent.mkdir(parents=True)
+    path.write_text("a,b\n1,2\n")
+    result = sweep(*SOFTMAX, "--space", "default", out=out)
+    assert_one_line_error(result, ["not a tlab results file"])
+    assert path.read_text() == "a,b\n1,2\n"
+    assert [p for p in out.rglob("*") if p.is_file()] == [path]
+
+
+# --- planning, directly --------------------------------------------------------------------
+
+def request_for(spec, dtypes, shapes, tmp_path, free_bytes=1 << 60, space=None):
+    from tritonbench_lab.env import Fingerprint
+    from tritonbench_lab.space import HOPPER
+    from tritonbench_lab.sweep import SweepRequest
+
+    fp = Fingerprint("interpreter", "interpreter", "", "", "2.5.1", "3.1.0", "0.1.0")
+    return SweepRequest(spec=spec, dtypes=list(dtypes), shapes=list(shapes),
+                        space=space or spec.space, root=tmp_path, interpret=True,
+                        fingerprint=fp, limits=HOPPER, free_bytes=free_bytes)
+
+
+def test_memory_estimate():
+    import torch
+
+    from tritonbench_lab.kernels.matmul import SPEC as MATMUL
+    from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX_SPEC
+    from tritonbench_lab.sweep import memory_estimate
+
+    # softmax fp32 37x129: 38,184 bytes in and out, twice, plus 9,546 elements in float64.
+    assert memory_estimate(SOFTMAX_SPEC, SOFTMAX_SPEC.shape(37, 129), torch.float32) == (
+        2 * 38_184 + 9_546 * 8)
+    # matmul fp16 64x64x64: 3 * 4096 elements of 2 bytes, twice, plus 3 * 4096 in float64.
+    assert memory_estimate(MATMUL, MATMUL.shape(64, 64, 64), torch.float16) == (
+        2 * 24_576 + 12_288 * 8)
+    big = memory_estimate(MATMUL, MATMUL.shape(4096, 4096, 4096), torch.bfloat16)
+    assert big == 2 * (3 * 4096**2 * 2) + 3 * 4096**2 * 8
+
+
+def test_check_request_refuses_what_does_not_fit(tmp_path):
+    import torch
+
+    from tritonbench_lab.kernels.softmax import SPEC
+    from tritonbench_lab.sweep import check_request, memory_estimate
+
+    shape = SPEC.shape(64, 1000)
+    need = memory_estimate(SPEC, shape, torch.float32)
+    check_request(request_for(SPEC, [torch.float32], [shape], tmp_path, free_bytes=need))
+    with pytest.raises(TlabError, match=r"needs about .* GB .* host memory"):
+        check_request(request_for(SPEC, [torch.float32], [shape], tmp_path, free_bytes=need - 1))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plan_counts_dtypes_times_shapes_times_providers_and_configs(tmp_path):
+    import torch
+
+    from tritonbench_lab.kernels.softmax import SPEC
+    from tritonbench_lab.sweep import plan
+
+    dtypes, shapes = [torch.float32, torch.float16], list(SPEC.small_shapes)
+    planned = plan(request_for(SPEC, dtypes, shapes, tmp_path))
+    assert len(planned) == len(dtypes) * len(shapes) * (len(SPEC.baselines) + len(SPEC.space))
+    # Order: dtype, shape, then the baselines, then every config (pruned ones included).
+    first = planned[:len(SPEC.baselines) + len(SPEC.space)]
+    assert [p.task.provider for p in first[:len(SPEC.baselines)]] == list(SPEC.baselines)
+    assert all(p.task.provider == TRITON for p in first[len(SPEC.baselines):])
+    assert [p.task.config for p in first[len(SPEC.baselines):]] == list(SPEC.space)
+    assert {(p.task.dtype, p.task.sizes) for p in first} == {("fp32", shapes[0].sizes)}
+    assert all(p.skip_reason == "" for p in planned if p.task.provider != TRITON)
+    kept, pruned = SPEC.space.prune(dict(shapes[0].dims), 4, request_for(
+        SPEC, dtypes, shapes, tmp_path).limits)
+    assert sum(1 for p in first if p.skip_reason) == len(pruned) > 0
+    assert sum(1 for p in first if p.task.provider == TRITON and not p.skip_reason) == len(kept)
+
+
+def test_plan_of_the_planted_kernel(tmp_path):
+    import torch
+
+    from tritonbench_lab.kernels import get_spec, load_kernel_module
+    from tritonbench_lab.sweep import plan
+
+    load_kernel_module(ROOT / "tests" / "planted_kernels.py")
+    spec = get_spec("planted")
+    planned = plan(request_for(spec, [torch.float32], spec.small_shapes, tmp_path))
+    assert len(planned) == 1 * 1 * (1 + 4)
+    assert [p.task.provider for p in planned] == ["torch"] + [TRITON] * 4
