@@ -36,6 +36,9 @@ case $stage in
     timed matmul-fp16 tlab sweep matmul --dtype fp16 --sizes 512-8192 --rep-ms 50 --out "$out"
     ;;
   tests)
+    timed planted_fault tlab sweep planted_fault --kernel-module tests/planted_kernels.py \
+      --out "$out/planted"
+    cut -d, -f4-10 "$out/planted/results/nvidia-h200/planted_fault.csv"
     timed pytest python3 -m pytest -q -p no:cacheprovider
     ;;
 esac

@@ -229,6 +229,10 @@ class Worker:
         if kind == "died":
             self.stop()
             return Outcome(CRASH, payload)
+        if payload.status == CRASH:
+            # The child is exiting; wait for it, or the next task could be sent to it and be
+            # blamed for its exit.
+            self.stop()
         return payload
 
     def stop(self) -> None:
