@@ -104,7 +104,7 @@ def sweep(
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.shapes import parse_sizes, to_shapes
     from tritonbench_lab.spec import parse_dtype
-    from tritonbench_lab.sweep import SweepRequest
+    from tritonbench_lab.sweep import SweepRequest, check_request
     from tritonbench_lab.timing import BenchOptions
 
     spec = get_spec(kernel)
@@ -117,12 +117,11 @@ def sweep(
     for text in (sizes, shapes):
         if text:
             shape_list += to_shapes(parse_sizes(text), spec.dims, spec.size_to_shape, spec.name)
+    # Repeats would be measured twice in one run (resume only knows earlier runs' rows).
+    dtypes = list(dict.fromkeys(dtypes))
+    shape_list = list(dict.fromkeys(shape_list))
     if not shape_list:
         shape_list = list(spec.small_shapes if interpreting else spec.default_shapes)
-    if interpreting:
-        console.print("[bold yellow]No GPU in use: running in Triton's interpreter on the CPU"
-                      f"{'' if (sizes or shapes) else ', on small shapes'}. Rows are labelled "
-                      "'interpreter' and timed by wall clock; they are not GPU numbers.[/]")
     request = SweepRequest(
         spec=spec, dtypes=dtypes, shapes=shape_list, space=load_space(spec, space), root=out,
         interpret=interpreting, fingerprint=fingerprint(backend), limits=device_limits(backend),
@@ -130,6 +129,11 @@ def sweep(
         kernel_modules=tuple(str(p) for p in kernel_module or ()),
         bench=BenchOptions(rep_ms=rep_ms),
     )
+    check_request(request)  # every refusal before any output, so an error is one line
+    if interpreting:
+        console.print("[bold yellow]No GPU in use: running in Triton's interpreter on the CPU"
+                      f"{'' if (sizes or shapes) else ', on small shapes'}. Rows are labelled "
+                      "'interpreter' and timed by wall clock; they are not GPU numbers.[/]")
     result = _run_with_progress(request, console)
     print_summary(result, request, Console())
 
