@@ -6,7 +6,7 @@ VENV ?= .venv
 TORCH_VERSION ?= 2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint list clean
+.PHONY: setup test lint list sweep clean
 
 setup: $(VENV)/.installed
 
@@ -25,6 +25,15 @@ lint: setup
 
 list: setup
 	$(BIN)/tlab list
+
+# The main job. On a GPU: tune bf16 matmul over 512..8192 (results/ and configs/ per GPU).
+# Without one: the same sweep in Triton's interpreter on small fp32/fp16 shapes (it says so).
+sweep: setup
+	if $(BIN)/python -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
+		$(BIN)/tlab sweep matmul --dtype bf16 --sizes 512-8192; \
+	else \
+		$(BIN)/tlab sweep matmul; \
+	fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -114,6 +114,20 @@ def config_text(config: Mapping[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in config.items())
 
 
+_SHORT_NAMES = {"num_warps": "w", "num_stages": "s"}
+
+
+def config_short(config: Mapping[str, int]) -> str:
+    """Compact form for tables: 'BM=128 BN=256 BK=64 GM=8 w=8 s=3'."""
+    def short(name: str) -> str:
+        if name in _SHORT_NAMES:
+            return _SHORT_NAMES[name]
+        head, _, tail = name.partition("_")
+        return head[0] + tail if tail else name  # BLOCK_M -> BM, GROUP_M -> GM, ROWS -> ROWS
+
+    return " ".join(f"{short(k)}={v}" for k, v in config.items())
+
+
 def next_power_of_2(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 

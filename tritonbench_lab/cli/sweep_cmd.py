@@ -171,7 +171,8 @@ def _run_with_progress(request, console):
 
 def print_summary(result, request, console: Console) -> None:
     from tritonbench_lab.calibrate import ceiling_for, ceilings_path, load_ceilings
-    from tritonbench_lab.records import OK, TRITON
+    from tritonbench_lab.records import OK, TRITON, parse_config_text
+    from tritonbench_lab.space import config_short
     from tritonbench_lab.spec import dtype_name
 
     ceilings = load_ceilings(ceilings_path(request.root, request.fingerprint.gpu_slug))
@@ -179,8 +180,13 @@ def print_summary(result, request, console: Console) -> None:
     metric = request.spec.metric
     baselines = list(request.spec.baselines)
     table = Table(title=f"{request.spec.name} on {request.fingerprint.gpu} ({metric})")
-    for column in ("dtype", "shape", "winner config", "triton", *baselines, "vs best", "% ceiling"):
-        table.add_column(column, justify="left" if column in ("winner config",) else "right")
+    columns = ["dtype", "shape", "winner config", "triton", *baselines, "vs best"]
+    if ceilings:
+        columns.append("% ceiling")
+    for column in columns:
+        # Numbers never wrap; on a narrow terminal the config column folds instead.
+        table.add_column(column, justify="left" if column == "winner config" else "right",
+                         no_wrap=column != "winner config", overflow="fold")
     latest = {}
     for r in result.records:  # newest row per (dtype, shape, provider) of this toolchain
         if r.status == OK and r.provider != TRITON and (r.dtype, r.shape) in wanted:
@@ -194,12 +200,15 @@ def print_summary(result, request, console: Console) -> None:
             row = latest.get((w["dtype"], w["shape"], b))
             cells.append(f"{row.throughput:.4g}" if row else "-")
         ceiling = ceiling_for(metric, w["dtype"], ceilings)
-        table.add_row(
-            w["dtype"], w["shape"], w["config"], f"{value:.4g}", *cells,
-            f"{float(w['speedup']):.2f}x {w['best_baseline']}" if w["speedup"] else "-",
-            f"{100 * value / ceiling[1]:.0f}% {ceiling[0]}" if ceiling else "-",
-        )
+        row = [w["dtype"], w["shape"], config_short(parse_config_text(w["config"])),
+               f"{value:.4g}", *cells,
+               f"{float(w['speedup']):.2f}x {w['best_baseline']}" if w["speedup"] else "-"]
+        if ceilings:
+            row.append(f"{100 * value / ceiling[1]:.0f}% {ceiling[0]}" if ceiling else "-")
+        table.add_row(*row)
     console.print(table)
+    console.print("config keys: BM/BN/BK = BLOCK_M/N/K, GM = GROUP_M, w = num_warps, "
+                  "s = num_stages")
     if not ceilings:
         console.print("No ceilings for this GPU yet: run `tlab calibrate` for % of ceiling.")
     console.print(f"rows: {result.results_file}   winners: {result.configs_file}")
