@@ -15,7 +15,7 @@ import datetime
 from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.spec import GBPS
+from tritonbench_lab.records import GBPS
 
 CEILING_COLUMNS = (
     "name", "metric", "value", "p20_ms", "p50_ms", "p80_ms", "size", "timing",

@@ -21,6 +21,10 @@ STATUSES = (OK, SKIPPED, COMPILE_ERROR, OUT_OF_RESOURCES, WRONG_RESULT, CRASH, T
 
 TRITON = "triton"  # the provider name of the kernel under test; baselines use their own names
 
+# The two throughput units; a kernel spec says which one its users judge it by.
+TFLOPS = "TFLOP/s"
+GBPS = "GB/s"
+
 
 @dataclass
 class Record:

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.records import GBPS, TFLOPS
 from tritonbench_lab.space import Config, Space
 
 # Names users type for dtypes, in the order tlab lists them.
@@ -98,9 +99,6 @@ class Cost:
     bytes: int
 
 
-# The two throughput units; a spec says which one its users judge it by.
-TFLOPS = "TFLOP/s"
-GBPS = "GB/s"
 
 
 def throughput(cost: Cost, metric: str, ms: float) -> float:
