@@ -1,0 +1,131 @@
+"""Pictures and the report, built from the hand-checkable fixtures in fixture_results.py."""
+
+import os
+import re
+import subprocess
+import sys
+
+import matplotlib.pyplot as plt
+import pytest
+from fixture_results import (
+    COPY_GBPS, DEFAULT, SHAPES, SLUG, TIMES, write_matmul_fixture, write_softmax_fixture,
+)
+
+from tritonbench_lab.calibrate import ceiling_for, load_ceilings
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.measurements import TUNED, load_frame, series
+from tritonbench_lab.plots import draw_landscape, draw_throughput
+from tritonbench_lab.report import kernel_section
+
+
+@pytest.fixture
+def softmax(tmp_path):
+    folder = write_softmax_fixture(tmp_path)
+    return folder, load_frame(folder, "softmax")
+
+
+def test_series_picks_the_fastest_correct_config_per_shape(softmax):
+    _, frame = softmax
+    lines = series(frame, "fp32", DEFAULT)
+    assert set(lines) == {TUNED, "triton (default config)", "torch", "unfused", "compiled"}
+    for line in lines.values():
+        assert list(line["shape"]) == SHAPES
+    tuned = lines[TUNED]
+    assert set(tuned["config"]) == {"ROWS=2 num_warps=8"}  # the faster wrong one never wins
+    assert tuned["throughput"].tolist() == pytest.approx([1000.0, 500.0, 1000.0 / 3])
+    # The band: throughput at the p80 time (1.25x slower) and at the p20 time (0.9x).
+    assert tuned["low"].iloc[0] == pytest.approx(800.0)
+    assert tuned["high"].iloc[0] == pytest.approx(1000.0 / 0.9)
+
+
+def test_throughput_picture_has_every_line_the_ceiling_and_units(softmax):
+    folder, frame = softmax
+    ceiling = ceiling_for("GB/s", "fp32", load_ceilings(folder / "ceilings.csv"))
+    assert ceiling == ("copy", COPY_GBPS)
+    fig = draw_throughput(frame, "softmax", "fp32", ceiling, DEFAULT)
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    for label in (TUNED, "triton (default config)", "torch", "unfused", "compiled"):
+        assert len(lines[label].get_xdata()) == len(SHAPES), label
+    ceiling_lines = [line for label, line in lines.items() if label.startswith("ceiling")]
+    assert len(ceiling_lines) == 1 and set(ceiling_lines[0].get_ydata()) == {COPY_GBPS}
+    assert "GB/s" in ax.get_ylabel() and "columns" in ax.get_xlabel()
+    assert [c.get_ylabel() for c in ax.child_axes] == ["% of copy ceiling"]
+    assert "Fixture GPU" in ax.get_title() and "triton 9.9" in ax.get_title()
+    plt.close(fig)
+
+
+def test_landscape_marks_winner_and_default_and_draws_the_block_heatmap(tmp_path):
+    folder = write_matmul_fixture(tmp_path)
+    frame = load_frame(folder, "matmul")
+    fig = draw_landscape(frame, "matmul", "fp32", "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 "
+                         "GROUP_M=8 num_warps=4 num_stages=3")
+    scatter, heatmap = fig.axes[0], fig.axes[1]
+    labels = [h.get_label() for h in scatter.collections]
+    assert "winner" in labels and "default config" in labels
+    image = heatmap.get_images()[0].get_array()
+    # BLOCK_M x BLOCK_N grid, best throughput at 64x64 (p50 = 1 ms -> 1000).
+    assert image.shape == (2, 2) and image[1][1] == pytest.approx(1000.0)
+    plt.close(fig)
+
+
+def test_report_numbers_equal_those_computed_from_the_csv(softmax):
+    folder, frame = softmax
+    text = kernel_section(frame, "softmax", "fp32", ("copy", COPY_GBPS), DEFAULT, ["a.png"])
+    row = next(line for line in text.splitlines() if line.startswith(f"| {SHAPES[0]} "))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    header = next(line for line in text.splitlines() if line.startswith("| shape"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    value = dict(zip(columns, cells, strict=True))
+    winner_ms = TIMES[("triton", "ROWS=2 num_warps=8")]
+    assert float(value["tuned (GB/s)"]) == pytest.approx(1000.0 / winner_ms)
+    assert value["tuned / torch"] == f"{TIMES[('torch', '')] / winner_ms:.2f}x"
+    assert value["tuned / compiled"] == f"{TIMES[('compiled', '')] / winner_ms:.2f}x"
+    assert value["% of copy"] == f"{100 * (1000.0 / winner_ms) / COPY_GBPS:.0f}%"
+    assert "![softmax fp32](a.png)" in text
+
+
+def run_tlab(*args):
+    return subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+
+
+def test_plot_and_report_commands_write_their_files(tmp_path):
+    write_softmax_fixture(tmp_path)
+    out = tmp_path / "plots"
+    result = run_tlab("plot", "--root", str(tmp_path), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    for suffix in (".png", ".svg", "-landscape.png", "-landscape.svg"):
+        path = out / SLUG / f"softmax-fp32{suffix}"
+        assert path.is_file() and path.stat().st_size > 1000, path
+    result = run_tlab("report", "--root", str(tmp_path), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    report = (out / SLUG / "REPORT.md").read_text()
+    assert "### softmax, fp32" in report and re.search(r"\| 64x1024 \|", report)
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (["plot", "--gpu", "no-such-gpu"], "no results for 'no-such-gpu'"),
+    (["plot", "--kernel", "matmul"], "no results for kernel 'matmul'"),
+    (["plot", "--dtype", "bf16"], "no bf16 rows for softmax"),
+])
+def test_missing_inputs_are_one_line_errors(args, phrase, tmp_path):
+    write_softmax_fixture(tmp_path)
+    result = run_tlab(*args, "--root", str(tmp_path), "--out", str(tmp_path / "plots"))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and phrase in result.stderr
+    assert not (tmp_path / "plots").exists()
+
+
+def test_reading_and_drawing_import_neither_torch_nor_triton():
+    code = ("import sys; import tritonbench_lab.plots, tritonbench_lab.report, "
+            "tritonbench_lab.measurements, tritonbench_lab.calibrate, tritonbench_lab.tuned; "
+            "print('torch' in sys.modules, 'triton' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_no_ok_rows_is_an_error(softmax):
+    _, frame = softmax
+    with pytest.raises(TlabError, match="no ok rows"):
+        series(frame, "bf16")

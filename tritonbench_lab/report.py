@@ -1,0 +1,56 @@
+"""REPORT.md per GPU: per kernel and dtype, the winners against every baseline and the
+ceiling, with the pictures linked; ready to paste into a pull request. CSV in, Markdown out
+(no torch, no triton). Numbers come from the same series the plots draw.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from tritonbench_lab.measurements import DEFAULT, TUNED, series, shape_sizes
+
+
+def kernel_section(frame: pd.DataFrame, kernel: str, dtype: str,
+                   ceiling: tuple[str, float] | None, default_config: str | None,
+                   pictures: list[str]) -> str:
+    lines = series(frame, dtype, default_config)
+    tuned = lines[TUNED].set_index("shape")
+    others = {label: line.set_index("shape") for label, line in lines.items() if label != TUNED}
+    metric = frame["metric"].iloc[0]
+    header = ["shape", "winner config", f"tuned ({metric})"]
+    for label in others:
+        header += [label, f"tuned / {label}"]
+    if ceiling:
+        header.append(f"% of {ceiling[0]}")
+    out = [f"### {kernel}, {dtype}", ""]
+    out += [f"![{kernel} {dtype}]({p})" for p in pictures] + [""]
+    out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for shape in sorted(tuned.index, key=shape_sizes):
+        value = tuned.loc[shape, "throughput"]
+        cells = [shape, f"`{tuned.loc[shape, 'config']}`", f"{value:.4g}"]
+        for line in others.values():
+            if shape in line.index:
+                other = line.loc[shape, "throughput"]
+                cells += [f"{other:.4g}", f"{value / other:.2f}x"]
+            else:
+                cells += ["-", "-"]
+        if ceiling:
+            cells.append(f"{100 * value / ceiling[1]:.0f}%")
+        out.append("| " + " | ".join(cells) + " |")
+    note = (f"`{DEFAULT}` is the config one writes without tuning: `{default_config}`."
+            if default_config else "")
+    return "\n".join(out + ["", note, ""])
+
+
+def write_report(path: Path, gpu: str, sections: list[str], sources: str) -> Path:
+    text = "\n".join([
+        f"# tlab report: {gpu}", "",
+        "Throughput at the median time of `do_bench` (L2 flushed); `tuned / X` is the speed-up "
+        "of the tuned Triton kernel over X at the same shape, measured in the same run. "
+        f"Built by `tlab report` from {sources}.", "", *sections,
+    ])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
