@@ -13,7 +13,7 @@ import sys
 import typer
 
 from tritonbench_lab import __version__
-from tritonbench_lab.cli import calibrate_cmd, list_cmd, sweep_cmd
+from tritonbench_lab.cli import calibrate_cmd, list_cmd, plot_cmd, sweep_cmd
 from tritonbench_lab.errors import TlabError
 
 app = typer.Typer(
@@ -45,6 +45,7 @@ def _root(
 list_cmd.register(app)
 sweep_cmd.register(app)
 calibrate_cmd.register(app)
+plot_cmd.register(app)
 
 
 def fail(message: str) -> None:
