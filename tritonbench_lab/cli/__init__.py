@@ -13,7 +13,15 @@ import sys
 import typer
 
 from tritonbench_lab import __version__
-from tritonbench_lab.cli import calibrate_cmd, list_cmd, plot_cmd, sweep_cmd
+from tritonbench_lab.cli import (
+    calibrate_cmd,
+    check_cmd,
+    compare_cmd,
+    export_cmd,
+    list_cmd,
+    plot_cmd,
+    sweep_cmd,
+)
 from tritonbench_lab.errors import TlabError
 
 app = typer.Typer(
@@ -46,6 +54,9 @@ list_cmd.register(app)
 sweep_cmd.register(app)
 calibrate_cmd.register(app)
 plot_cmd.register(app)
+export_cmd.register(app)
+check_cmd.register(app)
+compare_cmd.register(app)
 
 
 def fail(message: str) -> None:

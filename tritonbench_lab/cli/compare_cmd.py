@@ -1,0 +1,110 @@
+"""`tlab compare A B [C ...]`: one kernel's tuned winners across GPUs, side by side."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tritonbench_lab.errors import TlabError
+
+
+def compare(
+    targets: Annotated[list[str], typer.Argument(
+        help="Two or more results folders (results/nvidia-h200) or GPU slugs (nvidia-h200, "
+        "looked up under --root/results).", show_default=False)],
+    kernel: Annotated[str | None, typer.Option(
+        "--kernel", help="Compare only this kernel. Default: every kernel all folders have.")
+    ] = None,
+    dtype: Annotated[str | None, typer.Option(
+        "--dtype", help="Compare only this dtype (fp32, fp16, bf16). Default: every dtype all "
+        "folders have winners for.")] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", help="Folder the pictures go under (in <out>/compare/).")] = Path("plots"),
+    root: Annotated[Path, typer.Option(
+        "--root", help="Folder holding results/, where GPU slugs are looked up.")] = Path("."),
+) -> None:
+    """Compare tuned winners across GPUs: throughput, % of each GPU's own ceiling, and how
+    each GPU's winning config does on the others. Prints tables, draws a picture each."""
+    from tritonbench_lab.compare import compare as run_compare
+    from tritonbench_lab.compare import draw
+    from tritonbench_lab.measurements import gpu_folder
+
+    if len(targets) < 2:
+        raise TlabError("compare needs at least two results folders or GPU slugs")
+    folders = [gpu_folder(t, root) for t in targets]
+    comparisons, notes = run_compare(folders, kernel, dtype)  # every refusal before output
+    console = Console()
+    for note in notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    for comparison in comparisons:
+        for gpu, shapes in comparison.left_out.items():
+            console.print(f"[yellow]note:[/] {comparison.kernel} {comparison.dtype}: shapes "
+                          f"not on every GPU, left out: {escape(gpu)} has {', '.join(shapes)}")
+        console.print(comparison_table(comparison))
+        for line in portability_summary(comparison):
+            console.print(line)
+        uncalibrated = [g for g, rows in comparison.frame.groupby("gpu", sort=False)
+                        if rows["pct_ceiling"].isna().all()]
+        if uncalibrated:
+            console.print(f"No ceilings for {', '.join(uncalibrated)}: run `tlab calibrate` "
+                          "on that GPU for % of ceiling.")
+        console.print("config keys: BM/BN/BK = BLOCK_M/N/K, GM = GROUP_M, w = num_warps, "
+                      "s = num_stages")
+        png, svg = draw(comparison, out)
+        console.print(f"picture: {png}  (and {svg.name})\n", soft_wrap=True, markup=False)
+
+
+def comparison_table(comparison) -> Table:
+    from tritonbench_lab.records import parse_config_text
+    from tritonbench_lab.space import config_short
+
+    frame, moves = comparison.frame, comparison.portability
+    metric = frame["metric"].iloc[0]
+    table = Table(title=f"{comparison.kernel} {comparison.dtype}: tuned Triton winner per "
+                  "shape and GPU", caption="its config elsewhere: this winner config run on "
+                  "another GPU, as % of that GPU's own best there")
+    for column in ("shape", "gpu", metric, "% own ceiling", "winner config",
+                   "its config elsewhere"):
+        # Numbers never wrap; on a narrow terminal the text columns fold instead.
+        wraps = column in ("winner config", "its config elsewhere")
+        table.add_column(column, justify="left" if wraps or column == "gpu" else "right",
+                         no_wrap=not wraps, overflow="fold")
+    last_of_shape = frame["shape"] != frame["shape"].shift(-1)
+    for (_, row), end in zip(frame.iterrows(), last_of_shape, strict=True):
+        mine = moves[(moves["shape"] == row["shape"]) & (moves["config_from"] == row["gpu"])]
+        elsewhere = "; ".join(
+            f"{m['runs_at_pct']:.0f}% on {m['config_on']}" if not math.isnan(m["runs_at_pct"])
+            else f"{m['status_on_target'].replace('_', ' ')} on {m['config_on']}"
+            for _, m in mine.iterrows())
+        pct = row["pct_ceiling"]
+        table.add_row(row["shape"], row["gpu"], f"{row['throughput']:.4g}",
+                      "-" if math.isnan(pct) else f"{pct:.0f}% {row['ceiling']}",
+                      config_short(parse_config_text(row["winner_config"])), elsewhere,
+                      end_section=bool(end))
+    return table
+
+
+def portability_summary(comparison) -> list[str]:
+    """One line per ordered GPU pair: how far one GPU's winners get on the other."""
+    lines = []
+    for (source, target), rows in comparison.portability.groupby(["config_from", "config_on"],
+                                                                 sort=False):
+        timed = rows["runs_at_pct"].dropna()
+        if timed.empty:
+            lines.append(f"{source}'s winner configs were not measured ok on {target}.")
+            continue
+        low, high = f"{timed.min():.0f}%", f"{timed.max():.0f}%"
+        spread = low if low == high else f"{low} to {high} (median {timed.median():.0f}%)"
+        lines.append(f"{source}'s winner configs run on {target} at {spread} of {target}'s "
+                     f"best, over {len(timed)} of {len(rows)} shared shapes.")
+    return lines
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)
