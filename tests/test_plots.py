@@ -8,7 +8,13 @@ import sys
 import matplotlib.pyplot as plt
 import pytest
 from fixture_results import (
-    COPY_GBPS, DEFAULT, SHAPES, SLUG, TIMES, write_matmul_fixture, write_softmax_fixture,
+    COPY_GBPS,
+    DEFAULT,
+    SHAPES,
+    SLUG,
+    TIMES,
+    write_matmul_fixture,
+    write_softmax_fixture,
 )
 
 from tritonbench_lab.calibrate import ceiling_for, load_ceilings

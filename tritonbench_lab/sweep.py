@@ -16,12 +16,18 @@ from pathlib import Path
 
 from tritonbench_lab.env import Fingerprint
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import SKIPPED, TRITON, Record, resume_key
+from tritonbench_lab.records import SKIPPED, TRITON, Record, parse_config_text, resume_key
 from tritonbench_lab.space import DeviceLimits, Space, config_text
 from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, throughput
 from tritonbench_lab.store import ResultsWriter, check_results_file, load_records, results_path
 from tritonbench_lab.timing import BenchOptions
-from tritonbench_lab.tuned import compute_winners, configs_path, write_winners
+from tritonbench_lab.tuned import (
+    clear_cache,
+    compute_winners,
+    configs_path,
+    lookup,
+    write_winners,
+)
 from tritonbench_lab.worker import Outcome, Task, Worker
 
 
@@ -181,5 +187,19 @@ def run_sweep(request: SweepRequest,
     winners = compute_winners(all_rows)
     if winners:
         write_winners(configs_file, winners)
+        check_round_trip(spec, slug, Path(request.root) / "configs", winners)
     return SweepResult(run_id, results_file, configs_file, len(records),
                        len(planned) - len(todo), all_rows, winners)
+
+
+def check_round_trip(spec: KernelSpec, slug: str, directory: Path,
+                     winners: list[dict[str, str]]) -> None:
+    """Looking up each tuned shape must return exactly the winner just written; anything
+    else is a bug in tlab, not in the user's input."""
+    clear_cache()
+    for w in winners:
+        sizes = dict(zip(spec.dims, (int(s) for s in w["shape"].split("x")), strict=True))
+        got = lookup(spec.name, w["dtype"], gpu=slug, directory=directory, **sizes)
+        if got != parse_config_text(w["config"]):
+            raise RuntimeError(f"lookup({spec.name}, {w['dtype']}, {w['shape']}) returned "
+                               f"{got}, not the winner {w['config']}")

@@ -3,18 +3,21 @@
 Computed from the rows of results/<gpu>/<kernel>.csv only (argmin p50 over status == ok,
 provider == triton), and written to configs/<gpu>/<kernel>.csv atomically (temp file +
 rename), so a reader never sees half a file. Within each (dtype, shape) only rows of the
-newest toolchain (torch, triton) that measured it are compared. No torch, no triton.
+newest toolchain (torch, triton) that measured it are compared. `lookup` is the runtime side:
+the config tuned for a shape on the current GPU. No torch, no triton at import.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import os
 import tempfile
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
-from tritonbench_lab.records import OK, TRITON, Record
+from tritonbench_lab.records import OK, TRITON, Record, parse_config_text
 
 WINNER_COLUMNS = (
     "kernel", "dtype", "shape", "config", "p50_ms", "throughput", "metric",
@@ -87,3 +90,104 @@ def load_winners(path: Path) -> list[dict[str, str]]:
         return []
     with open(path, newline="") as handle:
         return list(csv.DictReader(handle))
+
+
+# --- the runtime lookup ---------------------------------------------------------------------
+#
+# Code that launches a tlab kernel asks for the config tuned on the GPU it runs on:
+#
+#     config = lookup("matmul", dtype=torch.bfloat16, M=4096, N=4096, K=1024)
+#
+# Where: $TLAB_CONFIG_DIR when set, else the configs/ folder of this source tree; the file
+# is <dir>/<gpu-slug>/<kernel>.csv. Which row: the same dtype and the exact shape when it was
+# tuned; otherwise the nearest tuned shape, nearest meaning the smallest sum over dimensions of
+# |log2(size / tuned size)| (so 3000 is nearer 4096 than 2048), ties going to the larger shape
+# (a config tuned for more work under-fills a smaller problem less than the reverse over-fills).
+# No file, or no row for the dtype: the kernel's default config, with one warning per file and
+# key that names both. Files are read once and cached by path and modification time.
+
+CONFIG_DIR_ENV = "TLAB_CONFIG_DIR"
+SOURCE_CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+_cache: dict[Path, tuple[float, list[dict[str, str]]]] = {}
+_warned: set[tuple[str, str]] = set()
+
+
+def config_dir() -> Path:
+    override = os.environ.get(CONFIG_DIR_ENV)
+    return Path(override) if override else SOURCE_CONFIG_DIR
+
+
+def _dtype_key(dtype) -> str:
+    """'bf16' for torch.bfloat16 or 'bf16' (no torch import needed here)."""
+    names = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16"}
+    text = str(dtype)
+    return names.get(text, text)
+
+
+def _winners(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    mtime = path.stat().st_mtime
+    cached = _cache.get(path)
+    if cached is None or cached[0] != mtime:
+        cached = (mtime, load_winners(path))
+        _cache[path] = cached
+    return cached[1]
+
+
+def clear_cache() -> None:
+    """Forget cached files and warnings (after rewriting configs, and in tests)."""
+    _cache.clear()
+    _warned.clear()
+
+
+def shape_distance(wanted: tuple[int, ...], tuned: tuple[int, ...]) -> float:
+    return sum(abs(math.log2(w / t)) for w, t in zip(wanted, tuned, strict=True))
+
+
+def nearest_row(rows: list[dict[str, str]], sizes: tuple[int, ...]) -> dict[str, str] | None:
+    candidates = [(tuple(int(s) for s in r["shape"].split("x")), r) for r in rows]
+    candidates = [(s, r) for s, r in candidates if len(s) == len(sizes)]
+    if not candidates:
+        return None
+    _, best = min(candidates, key=lambda c: (shape_distance(sizes, c[0]), -math.prod(c[0])))
+    return best
+
+
+def current_gpu_slug() -> str:
+    import torch
+
+    from tritonbench_lab.env import slugify
+
+    if not torch.cuda.is_available():
+        return "interpreter"
+    return slugify(torch.cuda.get_device_name(torch.cuda.current_device()))
+
+
+def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int] | None = None,
+           directory: Path | None = None, **sizes: int) -> dict[str, int]:
+    """The config to launch `kernel` with at this shape on this GPU (see the rules above).
+
+    sizes are the kernel's dims by name (M=, N=, K= for matmul; rows=, cols= for row
+    kernels), in the kernel's order. `default` is returned (with one warning) when nothing
+    was tuned; without it the kernel's own default config is used. `gpu` and `directory`
+    override the current GPU's slug and the configs folder.
+    """
+    slug = gpu or current_gpu_slug()
+    path = Path(directory or config_dir()) / slug / f"{kernel}.csv"
+    dtype_key = _dtype_key(dtype)
+    rows = [r for r in _winners(path) if r["kernel"] == kernel and r["dtype"] == dtype_key]
+    row = nearest_row(rows, tuple(sizes.values()))
+    if row is not None:
+        return parse_config_text(row["config"])
+    key = (str(path), dtype_key)
+    if key not in _warned:
+        _warned.add(key)
+        why = "does not exist" if not path.exists() else f"has no {dtype_key} rows for {kernel}"
+        warnings.warn(f"tlab: {path} {why}; using {kernel}'s default config", stacklevel=2)
+    if default is not None:
+        return dict(default)
+    from tritonbench_lab.kernels import get_spec
+
+    return dict(get_spec(kernel).space.default)

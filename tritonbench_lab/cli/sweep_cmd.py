@@ -211,7 +211,8 @@ def print_summary(result, request, console: Console) -> None:
                   "s = num_stages")
     if not ceilings:
         console.print("No ceilings for this GPU yet: run `tlab calibrate` for % of ceiling.")
-    console.print(f"rows: {result.results_file}   winners: {result.configs_file}")
+    console.print(f"rows: {result.results_file}   winners: {result.configs_file} "
+                  f"(each looked up again with tuned.lookup: all {len(result.winners)} match)")
 
 
 def register(app: typer.Typer) -> None:

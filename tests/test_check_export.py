@@ -1,0 +1,131 @@
+"""tlab check (the CI gate on committed configs) and tlab export, on copies of configs/."""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+COMMITTED = REPO / "configs"
+
+
+def tlab(*args):
+    return subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], capture_output=True,
+                          text=True, timeout=600, cwd=REPO, env={**os.environ, "COLUMNS": "200"})
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A copy of the committed configs/ to corrupt."""
+    shutil.copytree(COMMITTED, tmp_path / "configs",
+                    ignore=shutil.ignore_patterns("interpreter"))
+    return tmp_path
+
+
+def edit(path: Path, old: str, new: str, count: int = 1) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, count))
+
+
+def test_committed_configs_pass(root):
+    result = tlab("check", "--root", str(root), "--interpret")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 error(s)" in result.stdout
+
+
+def test_corrupted_files_fail_with_one_line_per_problem(root):
+    folder = root / "configs" / "nvidia-h200"
+    edit(folder / "matmul.csv", "p50_ms,throughput", "p50,throughput")
+    edit(folder / "softmax.csv", "ROWS=1 num_warps=8", "ROWS=3 num_warps=8")
+    edit(folder / "rmsnorm.csv", "ROWS=1 num_warps=4", "ROWS=1 num_warps=4 SPLIT=2")
+    # An unparsable number: the first p50 of add_rmsnorm becomes "fast".
+    lines = (folder / "add_rmsnorm.csv").read_text().splitlines()
+    fields = lines[1].split(",")
+    fields[4] = "fast"
+    lines[1] = ",".join(fields)
+    (folder / "add_rmsnorm.csv").write_text("\n".join(lines) + "\n")
+    shutil.copy(folder / "rmsnorm.csv", folder / "layernorm.csv")  # an unknown kernel
+
+    result = tlab("check", "--root", str(root), "--interpret")
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if ": error: " in line]
+    expected = {
+        "matmul.csv:1": "columns do not match the winners schema (missing: p50_ms; unexpected: p50)",
+        "softmax.csv:": "is outside the softmax space: ROWS=3 is not one of",
+        "rmsnorm.csv:": "unknown parameter(s) SPLIT",
+        "add_rmsnorm.csv:2": "p50_ms is not a positive number: 'fast'",
+        "layernorm.csv:1": "unknown kernel 'layernorm'",
+    }
+    for where, reason in expected.items():
+        hits = [e for e in errors if where in e and reason in e]
+        assert len(hits) >= 1, f"no error for {where}: {reason}\n{result.stderr}"
+    assert "Traceback" not in result.stderr
+    assert len(errors) == 5 and "5 error(s)" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_config_that_computes_wrong_is_an_error():
+    # Every config of the built-in spaces is correct, so plant a wrong one: the test kernel
+    # module's MODE=1 adds 1 to every output.
+    from tritonbench_lab.check import run_configs
+    from tritonbench_lab.kernels import load_kernel_module
+
+    load_kernel_module(REPO / "tests" / "planted_kernels.py")
+    rows = [{"kernel": "planted", "dtype": "fp32", "config": f"BLOCK=128 MODE={m} num_warps=4",
+             "line": 2 + m} for m in (0, 1)]
+    problems = run_configs(Path("planted.csv"), rows, "cpu" if os.environ.get(
+        "TRITON_INTERPRET") == "1" else "cuda")
+    assert [p.row for p in problems] == [3]
+    assert "MODE=1" in problems[0].reason and "tolerance" in problems[0].reason
+
+
+def test_stale_rows_are_warnings_not_errors(root):
+    folder = root / "configs" / "nvidia-h200"
+    text = (folder / "matmul.csv").read_text()
+    import triton
+
+    current = triton.__version__
+    stale = "2.9.0" if not current.startswith("2.9") else "3.0.0"
+    (folder / "matmul.csv").write_text(text.replace(",3.6.0,", f",{stale},"))
+    result = tlab("check", "--root", str(root), "--interpret")
+    assert result.returncode == 0
+    assert f"tuned under triton {stale}" in result.stderr
+
+
+def test_export_autotune_module_imports_and_holds_triton_configs(tmp_path):
+    result = tlab("export", "matmul", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    path = tmp_path / "matmul_configs.py"
+    spec = importlib.util.spec_from_file_location("exported_matmul", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    import triton
+
+    configs = module.configs_for("nvidia-h200")
+    assert configs and all(isinstance(c, triton.Config) for c in configs)
+    winners = (COMMITTED / "nvidia-h200" / "matmul.csv").read_text()
+    assert len(configs) == len({line.split(",")[3] for line in winners.splitlines()[1:]})
+    first = configs[0]
+    assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} == set(first.kwargs)
+    assert first.num_warps in (4, 8) and first.num_stages in (3, 4, 5)
+    assert module.configs_for("no-such-gpu") == []
+
+
+def test_export_json_is_keyed_by_dtype_and_shape(tmp_path):
+    import json
+
+    result = tlab("export", "softmax", "--format", "json", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    table = json.loads((tmp_path / "softmax-nvidia-h200.json").read_text())
+    assert set(table) == {"fp32", "bf16"}
+    assert set(table["fp32"]["8192x4096"]) == {"ROWS", "num_warps"}
+
+
+def test_export_of_an_untuned_kernel_is_a_one_line_error(tmp_path):
+    result = tlab("export", "nope", "--out", str(tmp_path))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "no winners for 'nope'" in result.stderr
