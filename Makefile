@@ -6,7 +6,7 @@ VENV ?= .venv
 TORCH_VERSION ?= 2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint list sweep clean
+.PHONY: setup test lint list sweep check plots clean
 
 setup: $(VENV)/.installed
 
@@ -34,6 +34,15 @@ sweep: setup
 	else \
 		$(BIN)/tlab sweep matmul; \
 	fi
+
+# The CI gate on committed configs (exit 1 when one is broken, or slow on its own GPU).
+check: setup
+	$(BIN)/tlab check
+
+# Pictures and REPORT.md from the committed results (no GPU needed).
+plots: setup
+	$(BIN)/tlab plot
+	$(BIN)/tlab report
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
