@@ -1,9 +1,15 @@
 """Test kernels with planted faults, loaded by the sweep tests as a user kernel module.
 
-`planted`: z = 2 * x, except that MODE=1 computes 2 * x + 1 (a wrong result that must get
-a `wrong_result` row and never win). `planted_fault` (GPU only): MODE=2 stores far outside
-any allocation, an illegal memory access that poisons its process's CUDA context; the sweep
-must record a `crash` row for it and go on with the other configs.
+Every kernel computes z = 2 * x, except under its planted MODE:
+    1  a wrong result (2 * x + 1): a `wrong_result` row, never a winner
+    2  a store 8 TB past the output, an illegal memory access that poisons the CUDA context
+       of its process (GPU only): a `crash` row, and the next config must still run
+    3  a loop that never ends: a `timeout` row within the first-call timeout
+    4  a failed static assertion, i.e. a compile error: a `compile_error` row
+    5  a 256x256x256 fp32 dot, whose operand tiles need more shared memory than any GPU
+       has (GPU only): an `out_of_resources` row
+`planted` holds the modes the interpreter can run; `planted_fault` the GPU-only ones;
+`planted_hang` and `planted_all` add the endless loop (slow to test: it costs a timeout).
 """
 
 from __future__ import annotations
@@ -19,16 +25,27 @@ from tritonbench_lab.spec import GBPS, Cost, KernelSpec, Shape, Tolerance
 @triton.jit
 def planted_kernel(x_ptr, z_ptr, n,  # input, output, length
                    BLOCK: tl.constexpr,  # elements per program
-                   MODE: tl.constexpr):  # 0 correct, 1 wrong result, 2 illegal address
+                   MODE: tl.constexpr):  # the planted fault (see the module docstring)
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     x = tl.load(x_ptr + offsets, mask=mask)
     z = 2 * x
     if MODE == 1:
         z = z + 1
+    if MODE == 3:
+        # Volatile loads cannot be hoisted, so the compiler cannot drop the endless loop.
+        while tl.load(x_ptr, volatile=True) == tl.load(x_ptr, volatile=True):
+            z = z + 1
+    if MODE == 4:
+        tl.static_assert(MODE != 4, "planted compile error")
+    if MODE == 5:
+        square = tl.arange(0, 256)[:, None] * 0 + tl.arange(0, 256)[None, :]
+        tile = tl.load(x_ptr + square % n)
+        product = tl.dot(tile, tile)  # both 256 KB operands staged in shared memory
+        tl.store(z_ptr + square % n, product, mask=square < n)
     if MODE == 2:
         tl.store(z_ptr + offsets + (1 << 40), z, mask=mask)  # 8 TB past the output
-    else:
+    elif MODE != 5:
         tl.store(z_ptr + offsets, z, mask=mask)
 
 
@@ -61,4 +78,9 @@ def _spec(name, modes):
     )
 
 
-SPECS = [_spec("planted", (0, 1)), _spec("planted_fault", (0, 2))]
+SPECS = [
+    _spec("planted", (0, 1, 4)),
+    _spec("planted_fault", (0, 2)),
+    _spec("planted_hang", (0, 3)),
+    _spec("planted_all", (0, 1, 2, 3, 4, 5)),
+]

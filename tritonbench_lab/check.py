@@ -174,12 +174,12 @@ class Retimed:
         return None if self.measured_ms is None else self.measured_ms / self.recorded_ms
 
 
-def retime(path: Path, rows: list[dict], tolerance: float, attempts: int = 3,
-           timeout_s: float = 120.0) -> tuple[list[Retimed], list[Problem]]:
+def retime(path: Path, rows: list[dict], tolerance: float,
+           attempts: int = 3) -> tuple[list[Retimed], list[Problem]]:
     """Time each winner again on this GPU; a winner slower than recorded by more than
     `tolerance` is measured up to `attempts` times (best kept) before it counts as a problem."""
     from tritonbench_lab.records import OK, TRITON
-    from tritonbench_lab.worker import Task, Worker
+    from tritonbench_lab.worker import Task, Timeouts, Worker
 
     worker = Worker(interpret=False)
     results, problems = [], []
@@ -190,7 +190,7 @@ def retime(path: Path, rows: list[dict], tolerance: float, attempts: int = 3,
             recorded = float(row["p50_ms"])
             best, status = None, OK
             for _ in range(attempts):
-                outcome = worker.run(task, timeout_s)
+                outcome = worker.run(task, Timeouts())
                 if outcome.status != OK:
                     best, status = None, outcome.status
                     break

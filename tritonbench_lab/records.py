@@ -73,7 +73,9 @@ def resume_key(row: dict[str, Any]) -> tuple[str, ...]:
 
 
 def to_csv_row(record: Record) -> list[str]:
-    """Column values as text: floats with full precision (repr), None as empty."""
+    """Column values as text: floats with full precision (repr), None as empty, line breaks
+    inside text turned into spaces, so that every row is exactly one line of the file (what
+    lets a reader drop a torn last line after a kill)."""
     out = []
     for name in COLUMNS:
         value = getattr(record, name)
@@ -82,7 +84,7 @@ def to_csv_row(record: Record) -> list[str]:
         elif isinstance(value, float):
             out.append(repr(value))
         else:
-            out.append(str(value))
+            out.append(" ".join(str(value).splitlines()))
     return out
 
 

@@ -28,7 +28,7 @@ from tritonbench_lab.tuned import (
     lookup,
     write_winners,
 )
-from tritonbench_lab.worker import Outcome, Task, Worker
+from tritonbench_lab.worker import Outcome, Task, Timeouts, Worker
 
 
 @dataclass
@@ -43,7 +43,7 @@ class SweepRequest:
     limits: DeviceLimits
     free_bytes: int
     fresh: bool = False
-    timeout_s: float = 120.0
+    timeouts: Timeouts = field(default_factory=Timeouts)
     seed: int = 0
     kernel_modules: tuple[str, ...] = ()
     bench: BenchOptions = field(default_factory=BenchOptions)
@@ -175,7 +175,7 @@ def run_sweep(request: SweepRequest,
             if item.skip_reason:
                 outcome = Outcome(SKIPPED, item.skip_reason)
             else:
-                outcome = worker.run(item.task, request.timeout_s)
+                outcome = worker.run(item.task, request.timeouts)
             record = _record(request, run_id, item.task, outcome)
             writer.append([record])  # flushed now: a kill loses at most the task in flight
             records.append(record)

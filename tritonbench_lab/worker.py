@@ -15,6 +15,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import signal
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -32,6 +33,17 @@ from tritonbench_lab.timing import BenchOptions
 
 # A fresh child imports torch and triton and initialises CUDA before its first task.
 STARTUP_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Deadlines of one task's two phases. The first call compiles (about a second for a
+    matmul config, much longer for a big kernel on a busy machine) and runs once; verifying
+    and timing then take a few hundred milliseconds. A config that hangs is caught by
+    whichever phase it hangs in."""
+
+    first_call_s: float = 120.0  # compile + load + one run
+    measure_s: float = 60.0  # verify + do_bench
 
 
 @dataclass(frozen=True)
@@ -80,12 +92,13 @@ def one_line(err: BaseException) -> str:
 class _Child:
     """State and logic of the child process."""
 
-    def __init__(self, kernel_modules: tuple[str, ...], bench: BenchOptions):
+    def __init__(self, kernel_modules: tuple[str, ...], bench: BenchOptions, notify=None):
         from tritonbench_lab.kernels import load_kernel_module
 
         for path in kernel_modules:
             load_kernel_module(path)
         self.bench = bench
+        self.notify = notify or (lambda: None)  # tells the parent the first call returned
         self.interpreting = os.environ.get("TRITON_INTERPRET") == "1"
         self.device = "cpu" if self.interpreting else "cuda"
         self.case_key = None
@@ -137,6 +150,7 @@ class _Child:
         except Exception as err:  # any failure of the user's kernel becomes a status row
             return Outcome(classify(err), one_line(err))
         compile_s = time.perf_counter() - start
+        self.notify()
         verdict = check(result, self.reference, tolerance)
         del result
         if not verdict.ok and task.provider == TRITON:
@@ -154,16 +168,26 @@ class _Child:
         return Outcome(status, verdict.detail, verdict.max_abs_error, p20, p50, p80, compile_s)
 
 
-def _serve(inbox, outbox, kernel_modules, bench, interpret: bool) -> None:
+def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: int) -> None:
+    # Ctrl-C reaches the whole process group: the parent handles it and stops this child.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
     try:
-        child = _Child(tuple(kernel_modules), bench)
+        child = _Child(tuple(kernel_modules), bench,
+                       notify=lambda: outbox.put(("first_call_done", None)))
     except Exception as err:
         outbox.put(("failed", one_line(err)))
         return
     outbox.put(("ready", None))
     while True:
-        task = inbox.get()
+        try:
+            task = inbox.get(timeout=1.0)
+        except queue.Empty:
+            if os.getppid() != parent_pid:  # the parent was killed (kill -9): do not linger
+                return
+            continue
+        except (EOFError, OSError):
+            return
         if task is None:
             return
         try:
@@ -193,7 +217,8 @@ class Worker:
         self._outbox = self._context.Queue()
         self._process = self._context.Process(
             target=_serve,
-            args=(self._inbox, self._outbox, self.kernel_modules, self.bench, self.interpret),
+            args=(self._inbox, self._outbox, self.kernel_modules, self.bench, self.interpret,
+                  os.getpid()),
             daemon=True,
         )
         self._process.start()
@@ -215,16 +240,23 @@ class Worker:
                         return ("died", f"worker exited with code {self._process.exitcode}")
         return None
 
-    def run(self, task: Task, timeout_s: float) -> Outcome:
+    def run(self, task: Task, timeouts: Timeouts) -> Outcome:
         if self._process is None or not self._process.is_alive():
             if self._process is not None:
                 self.restarts += 1
             self._start()
         self._inbox.put(task)
-        message = self._receive(timeout_s)
+        message = self._receive(timeouts.first_call_s)
         if message is None:
             self.stop()
-            return Outcome(TIMEOUT, f"no result within {timeout_s:g} s; worker killed")
+            return Outcome(TIMEOUT, f"first call (compile + one run) took over "
+                                    f"{timeouts.first_call_s:g} s; worker killed")
+        if message[0] == "first_call_done":
+            message = self._receive(timeouts.measure_s)
+            if message is None:
+                self.stop()
+                return Outcome(TIMEOUT, f"verify + timing took over {timeouts.measure_s:g} s; "
+                                        "worker killed")
         kind, payload = message
         if kind == "died":
             self.stop()

@@ -81,9 +81,12 @@ def sweep(
         "--fresh", help="Measure again what was measured before (rows are appended, never "
         "rewritten).")] = False,
     interpret: Interpret = None,
+    compile_timeout: Annotated[float, typer.Option(
+        "--compile-timeout", min=1.0, help="Seconds a config's first call (compile and one "
+        "run) may take before it is a timeout row and its worker is restarted.")] = 120.0,
     timeout: Annotated[float, typer.Option(
-        "--timeout", min=1.0, help="Seconds one config may take (compile, verify, time) before "
-        "it is recorded as a timeout and its worker restarted.")] = 120.0,
+        "--timeout", min=1.0, help="Seconds a config's verification and timing may take "
+        "before it is a timeout row and its worker is restarted.")] = 60.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")] = 0,
     rep_ms: Annotated[int, typer.Option(
         "--rep-ms", min=1, help="do_bench's timing budget per config, in milliseconds.")] = 100,
@@ -106,6 +109,7 @@ def sweep(
     from tritonbench_lab.spec import parse_dtype
     from tritonbench_lab.sweep import SweepRequest, check_request
     from tritonbench_lab.timing import BenchOptions
+    from tritonbench_lab.worker import Timeouts
 
     spec = get_spec(kernel)
     interpreting = backend == INTERPRETER
@@ -125,7 +129,8 @@ def sweep(
     request = SweepRequest(
         spec=spec, dtypes=dtypes, shapes=shape_list, space=load_space(spec, space), root=out,
         interpret=interpreting, fingerprint=fingerprint(backend), limits=device_limits(backend),
-        free_bytes=free_device_bytes(backend), fresh=fresh, timeout_s=timeout, seed=seed,
+        free_bytes=free_device_bytes(backend), fresh=fresh, seed=seed,
+        timeouts=Timeouts(first_call_s=compile_timeout, measure_s=timeout),
         kernel_modules=tuple(str(p) for p in kernel_module or ()),
         bench=BenchOptions(rep_ms=rep_ms),
     )
@@ -140,9 +145,11 @@ def sweep(
 
 def _run_with_progress(request, console):
     from tritonbench_lab.records import OK, TRITON
+    from tritonbench_lab.store import results_path
     from tritonbench_lab.sweep import run_sweep
 
     best: dict[tuple[str, str], float] = {}
+    kept = 0
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
                TimeRemainingColumn())
@@ -153,6 +160,8 @@ def _run_with_progress(request, console):
             progress.update(bar, total=total)
 
         def on_row(record) -> None:
+            nonlocal kept
+            kept += 1
             key = (record.dtype, record.shape)
             if record.provider == TRITON and record.status == OK and record.throughput:
                 best[key] = max(best.get(key, 0.0), record.throughput)
@@ -160,7 +169,15 @@ def _run_with_progress(request, console):
             progress.update(bar, advance=1, description=(
                 f"{request.spec.name} {record.dtype} {record.shape}  {so_far}"))
 
-        result = run_sweep(request, on_start, on_row)
+        try:
+            result = run_sweep(request, on_start, on_row)
+        except KeyboardInterrupt:
+            progress.stop()
+            path = results_path(request.root, request.fingerprint.gpu_slug, request.spec.name)
+            console.print(f"Interrupted: the {kept} row(s) measured in this run are kept in "
+                          f"{path}; the config in flight was not recorded. Run the same "
+                          "command again to resume (rows already measured are skipped).")
+            raise typer.Exit(130) from None
     if result.already_done:
         console.print(f"{result.already_done} task(s) already measured in "
                       f"{result.results_file} were skipped (use --fresh to measure again).")
