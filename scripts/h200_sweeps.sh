@@ -35,10 +35,30 @@ case $stage in
   matmul-fp16)
     timed matmul-fp16 tlab sweep matmul --dtype fp16 --sizes 512-8192 --rep-ms 50 --out "$out"
     ;;
+  faults)
+    # Every planted fault on the GPU: statuses and the wall time the hang costs.
+    timed planted_all tlab sweep planted_all --kernel-module tests/planted_kernels.py \
+      --compile-timeout 20 --out "$out/planted"
+    cut -d, -f4-10 "$out/planted/results/nvidia-h200/planted_all.csv"
+    ;;
+  check)
+    # The CI gate with the GPU: committed winners timed again; then a copy in which one
+    # recorded time is halved must fail.
+    timed check tlab check
+    slowed=$(mktemp -d) && cp -r configs "$slowed/"
+    python3 - "$slowed/configs/nvidia-h200/matmul.csv" <<'PY'
+import csv, sys
+path = sys.argv[1]
+rows = list(csv.DictReader(open(path)))
+rows[-1]["p50_ms"] = repr(float(rows[-1]["p50_ms"]) / 2)  # as if it had been twice as fast
+with open(path, "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=rows[0].keys(), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+PY
+    timed check-slowed tlab check --root "$slowed"
+    ;;
   tests)
-    timed planted_fault tlab sweep planted_fault --kernel-module tests/planted_kernels.py \
-      --out "$out/planted"
-    cut -d, -f4-10 "$out/planted/results/nvidia-h200/planted_fault.csv"
     timed pytest python3 -m pytest -q -p no:cacheprovider
     ;;
 esac
