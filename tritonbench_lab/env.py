@@ -31,6 +31,9 @@ def choose_backend(interpret: bool | None = None) -> str:
     interpret=None: the GPU when CUDA is visible, otherwise the interpreter.
     interpret=True: the interpreter even on a GPU machine.
     """
+    if interpret is False and not cuda_available():
+        raise TlabError("--gpu asks for a GPU, but CUDA sees none; use --interpret to run "
+                        "the kernels in Triton's interpreter on the CPU")
     use_interpreter = (not cuda_available()) if interpret is None else interpret
     wanted = "1" if use_interpreter else "0"
     current = os.environ.get("TRITON_INTERPRET", "0")
