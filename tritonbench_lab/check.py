@@ -38,7 +38,6 @@ class Problem:
 
 def config_files(config_root: Path) -> list[Path]:
     files = sorted(Path(config_root).glob("*/*.csv"))
-    files = [f for f in files if f.parent.name != "interpreter"]
     if not files:
         raise TlabError(f"no config files under {str(config_root)!r}")
     return files

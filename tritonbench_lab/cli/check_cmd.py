@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tritonbench_lab.cli.options import Interpret
+from tritonbench_lab.cli.options import Interpret, KernelModules, load_modules
 
 
 def check(
@@ -21,13 +21,18 @@ def check(
     timing: Annotated[bool, typer.Option(
         "--timing/--no-timing", help="On a GPU that matches a file's folder, time its winners "
         "again (default) or only check them.")] = True,
+    regret: Annotated[bool, typer.Option(
+        "--regret", help="Also tune held-out shapes between the tuned ones (on this GPU) and "
+        "report how much the nearest-shape rule of lookup() loses there.")] = False,
     interpret: Interpret = None,
+    kernel_module: KernelModules = None,
 ) -> None:
     """Check every configs/<gpu>/<kernel>.csv: schema, known kernel, configs inside the
     space and correct at a small shape; on the matching GPU, not slower than recorded."""
     from tritonbench_lab.env import INTERPRETER, choose_backend, fingerprint
 
     backend = choose_backend(interpret)
+    load_modules(kernel_module)
     from tritonbench_lab.check import ERROR, check_rows, config_files, retime, run_configs
 
     fp = fingerprint(backend)
@@ -40,10 +45,13 @@ def check(
         checked_rows += len(rows)
         problems += found
         problems += run_configs(path, rows, device)
-        if timing and backend != INTERPRETER and path.parent.name == fp.gpu_slug:
+        mine = path.parent.name == fp.gpu_slug
+        if timing and backend != INTERPRETER and mine:
             timed, slow = retime(path, rows, tolerance)
             problems += slow
             _print_timing(out, path, timed)
+        if regret and mine and rows:
+            _print_regret(out, path, _regret(path, rows, Path(root), backend, fp, kernel_module))
     for problem in problems:
         err.print(str(problem), markup=False, highlight=False, soft_wrap=True)
     errors = sum(p.severity == ERROR for p in problems)
@@ -53,6 +61,44 @@ def check(
               f"{errors} error(s), {stale} stale")
     if errors:
         sys.exit(1)
+
+
+def _regret(path: Path, rows: list[dict], root: Path, backend: str, fp, kernel_module):
+    """Held-out shapes of each dtype in the file, tuned into results/<gpu>/regret/."""
+    from tritonbench_lab.env import INTERPRETER, device_limits, free_device_bytes
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.regret import held_out_shapes, measure_regret
+    from tritonbench_lab.spec import parse_dtype
+    from tritonbench_lab.sweep import SweepRequest
+
+    spec = get_spec(path.stem)
+    found = []
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        tuned = [tuple(int(x) for x in r["shape"].split("x")) for r in rows if r["dtype"] == dtype]
+        shapes = [spec.shape(*sizes) for sizes in held_out_shapes(tuned)]
+        if not shapes:
+            continue
+        request = SweepRequest(
+            spec=spec, dtypes=[parse_dtype(dtype)], shapes=shapes, space=spec.space,
+            root=root / "results" / fp.gpu_slug / "regret", interpret=backend == INTERPRETER,
+            fingerprint=fp, limits=device_limits(backend), free_bytes=free_device_bytes(backend),
+            kernel_modules=tuple(str(p) for p in kernel_module or ()),
+        )
+        found += measure_regret(request, root / "configs")
+    return found
+
+
+def _print_regret(console: Console, path: Path, regrets) -> None:
+    table = Table(title=f"{path}: regret of the nearest-shape rule on held-out shapes")
+    for column in ("dtype", "held-out shape", "looked-up config", "its ms", "fresh winner",
+                   "winner ms", "regret"):
+        table.add_column(column, justify="left" if "config" in column or "winner" == column
+                         else "right")
+    for r in regrets:
+        mine = f"{r.looked_up_ms:.4g}" if r.looked_up_ms is not None else r.looked_up_status
+        lost = f"{100 * r.regret:.1f}%" if r.regret is not None else "-"
+        table.add_row(r.dtype, r.shape, r.looked_up, mine, r.winner, f"{r.winner_ms:.4g}", lost)
+    console.print(table)
 
 
 def _print_timing(console: Console, path: Path, timed) -> None:

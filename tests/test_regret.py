@@ -1,0 +1,47 @@
+"""Regret of the nearest-shape rule: held-out shapes and the measured loss (interpreter)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tritonbench_lab.regret import held_out_shapes
+from tritonbench_lab.store import load_records
+from tritonbench_lab.tuned import WINNER_COLUMNS, write_winners
+
+REPO = Path(__file__).resolve().parent.parent
+PLANTED = str(REPO / "tests" / "planted_kernels.py")
+
+
+def test_held_out_shapes_lie_between_the_tuned_ones():
+    assert held_out_shapes([(512,) * 3, (1024,) * 3, (2048,) * 3]) == [(724,) * 3, (1448,) * 3]
+    assert held_out_shapes([(8192, 4096), (8192, 1024)]) == [(8192, 2048)]
+    assert held_out_shapes([(1000,)]) == []
+    assert held_out_shapes([(1000,), (1001,)]) == []  # the middle rounds onto a tuned shape
+
+
+def test_check_regret_compares_the_looked_up_config_with_a_fresh_winner(tmp_path):
+    # TEST DATA: winners that say BLOCK=128 at n=1000 and n=4000; the held-out n=2000 is
+    # tuned afresh and BLOCK=128 (what lookup picks there) is compared with its winner.
+    row = dict.fromkeys(WINNER_COLUMNS, "1.0")
+    row.update(kernel="planted", dtype="fp32", config="BLOCK=128 MODE=0 num_warps=4",
+               metric="GB/s", gpu="interpreter", torch="9", triton="9", date="2026-01-01",
+               run_id="fixture", best_baseline="torch")
+    write_winners(tmp_path / "configs" / "interpreter" / "planted.csv",
+                  [{**row, "shape": "1000"}, {**row, "shape": "4000"}])
+    result = subprocess.run(
+        [sys.executable, "-m", "tritonbench_lab", "check", "--root", str(tmp_path), "--regret",
+         "--interpret", "--kernel-module", PLANTED],
+        capture_output=True, text=True, timeout=300, cwd=REPO, env={**os.environ, "COLUMNS": "250"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = load_records(tmp_path / "results" / "interpreter" / "regret" / "results" / "interpreter"
+                        / "planted.csv")
+    held = [r for r in rows if r.shape == "2000" and r.provider == "triton" and r.status == "ok"]
+    assert {r.config for r in held} == {"BLOCK=128 MODE=0 num_warps=4",
+                                        "BLOCK=1024 MODE=0 num_warps=4"}
+    picked = next(r for r in held if r.config.startswith("BLOCK=128 "))
+    best = min(held, key=lambda r: r.p50_ms)
+    expected = 100 * (picked.p50_ms / best.p50_ms - 1)
+    line = next(line for line in result.stdout.splitlines() if "│ " in line and " 2000 " in line)
+    assert f"{expected:.1f}%" in line
+    assert "BLOCK=128 MODE=0 num_warps=4" in line
