@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.records import GBPS
+from tritonbench_lab.store import make_folder
 
 CEILING_COLUMNS = (
     "name", "metric", "value", "p20_ms", "p50_ms", "p80_ms", "size", "timing",
@@ -63,7 +64,7 @@ def measure(fingerprint, bench, dtypes) -> list[dict[str, str]]:
 
 def append_ceilings(path: Path, rows: list[dict[str, str]]) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     new = not path.exists()
     with open(path, "a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=CEILING_COLUMNS, lineterminator="\n")

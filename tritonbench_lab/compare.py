@@ -23,7 +23,10 @@ from tritonbench_lab.calibrate import ceiling_for, load_ceilings  # noqa: E402
 from tritonbench_lab.errors import TlabError  # noqa: E402
 from tritonbench_lab.measurements import kernels_in, shape_sizes, x_axis  # noqa: E402
 from tritonbench_lab.records import OK, TRITON, Record, parse_config_text  # noqa: E402
-from tritonbench_lab.store import load_records  # noqa: E402
+from tritonbench_lab.store import (
+    load_records,  # noqa: E402
+    make_folder,
+)
 from tritonbench_lab.tuned import compute_winners  # noqa: E402
 
 WINNER_COLUMNS = ["shape", "throughput", "metric", "p50_ms", "pct_ceiling", "ceiling",
@@ -258,7 +261,7 @@ def draw(comparison: Comparison, out: Path) -> list[Path]:
     ax.set_xlabel(x_label)
     fig.tight_layout()
     stem = picture_stem(out, comparison)
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(stem.parent)
     paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".svg")]
     fig.savefig(paths[0], dpi=130)
     fig.savefig(paths[1])

@@ -24,6 +24,7 @@ from tritonbench_lab.measurements import (  # noqa: E402
     x_axis,
 )
 from tritonbench_lab.records import OK, TRITON, parse_config_text  # noqa: E402
+from tritonbench_lab.store import make_folder  # noqa: E402
 
 # Fixed colours per provider, so every picture reads the same way.
 COLOURS = {TUNED: "#d62728", DEFAULT: "#ff9896", "torch": "#1f77b4", "unfused": "#7f7f7f",
@@ -42,7 +43,7 @@ def _title(frame: pd.DataFrame, kernel: str, dtype: str) -> str:
 
 
 def _save(fig, path_stem: Path) -> list[Path]:
-    path_stem.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path_stem.parent)
     paths = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
     fig.savefig(paths[0], dpi=130, bbox_inches="tight")
     fig.savefig(paths[1], bbox_inches="tight")

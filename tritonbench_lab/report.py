@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from tritonbench_lab.measurements import DEFAULT, TUNED, series, shape_sizes
+from tritonbench_lab.store import make_folder
 
 
 def kernel_section(frame: pd.DataFrame, kernel: str, dtype: str,
@@ -51,6 +52,6 @@ def write_report(path: Path, gpu: str, sections: list[str], sources: str) -> Pat
         "of the tuned Triton kernel over X at the same shape, measured in the same run. "
         f"Built by `tlab report` from {sources}.", "", *sections,
     ])
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     path.write_text(text)
     return path

@@ -24,6 +24,15 @@ def results_path(root: Path, gpu_slug: str, kernel: str) -> Path:
     return Path(root) / "results" / gpu_slug / f"{kernel}.csv"
 
 
+def make_folder(path: Path) -> Path:
+    """mkdir -p, with a one-line TlabError instead of a traceback when it cannot be done."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise TlabError(f"cannot create folder {str(path)!r}: {err.strerror}") from err
+    return Path(path)
+
+
 def _line(values: list[str]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow(values)
@@ -82,6 +91,9 @@ def check_results_file(path: Path) -> None:
     parent = path.parent
     while not parent.exists():
         parent = parent.parent
+    if not parent.is_dir():
+        raise TlabError(f"cannot create results under {str(path.parent)!r}: "
+                        f"{str(parent)!r} is not a folder")
     if not os.access(parent, os.W_OK):
         raise TlabError(f"cannot create results under {str(parent)!r}: folder is not writable")
 

@@ -18,6 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from tritonbench_lab.records import OK, TRITON, Record, parse_config_text
+from tritonbench_lab.store import make_folder
 
 WINNER_COLUMNS = (
     "kernel", "dtype", "shape", "config", "p50_ms", "throughput", "metric",
@@ -68,7 +69,7 @@ def _shape_order(shape: str) -> tuple[int, ...]:
 
 def write_winners(path: Path, winners: list[dict[str, str]]) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", newline="") as handle:

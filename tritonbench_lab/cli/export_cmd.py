@@ -26,9 +26,10 @@ def export(
 ) -> None:
     """Export KERNEL's committed winners for code that does not use tlab."""
     from tritonbench_lab.export import autotune_module, json_documents, winners_by_gpu
+    from tritonbench_lab.store import make_folder
 
     by_gpu = winners_by_gpu(Path(root) / "configs", kernel)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     written = []
     if format is Format.autotune:
         path = out / f"{kernel}_configs.py"

@@ -106,15 +106,18 @@ def sweep(
     load_modules(kernel_module)
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.shapes import parse_sizes, to_shapes
-    from tritonbench_lab.spec import parse_dtype
+    from tritonbench_lab.spec import dtype_name, parse_dtype
     from tritonbench_lab.sweep import SweepRequest, check_request
     from tritonbench_lab.timing import BenchOptions
     from tritonbench_lab.worker import Timeouts
 
     spec = get_spec(kernel)
     interpreting = backend == INTERPRETER
-    if dtype:
+    if dtype is not None:
         dtypes = [parse_dtype(d) for d in dtype.split(",") if d.strip()]
+        if not dtypes:
+            raise TlabError(f"no dtypes in --dtype {dtype!r}: accepted are "
+                            f"{', '.join(dtype_name(d) for d in spec.dtypes)}")
     else:
         dtypes = [d for d in spec.dtypes if not (interpreting and spec.interpreter_refusal(d))]
     shape_list = []

@@ -1,0 +1,251 @@
+"""Bad input to every `tlab` command: one line on stderr starting `tlab: error: `, exit code
+2, no traceback, and nothing created or changed on disk.
+
+The table runs each case as a subprocess, the way users run tlab, in a fresh working folder;
+the property test feeds arbitrary text to `tlab sweep --sizes/--dtype` in-process, with the
+sweep itself replaced so that no kernel ever runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import torch
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+REPO = Path(__file__).resolve().parents[1]
+PLANTED = str(REPO / "tests" / "planted_kernels.py")
+HAS_CUDA = torch.cuda.is_available()
+NO_GPU_ONLY = pytest.mark.skipif(HAS_CUDA, reason="the case is about a machine without CUDA")
+SIZES_FORMS = "expected N, A-B (powers of two), A-B:STEP or AxBxC with positive integers"
+
+
+# --- fixture files some cases need, written before the snapshot --------------------------
+
+def _space(text: str):
+    def setup(tmp: Path) -> None:
+        (tmp / "space.json").write_text(text)
+    return setup
+
+
+def _foreign_results(tmp: Path) -> None:
+    path = tmp / "results" / "interpreter" / "softmax.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text("name,value\nfoo,1\nbar,2\n")  # another tool's CSV
+
+
+def _results_cut_in_the_middle(tmp: Path) -> None:
+    """A real results file whose second row (line 3) lost its second half, rows after it kept."""
+    from fixture_results import record
+
+    from tritonbench_lab.store import ResultsWriter
+
+    path = tmp / "results" / "interpreter" / "softmax.csv"
+    rows = [dataclasses.replace(record("torch", "", shape, 1.0), gpu="interpreter",
+                                gpu_slug="interpreter") for shape in ("64x128", "64x256", "64x512")]
+    ResultsWriter(path).append(rows)
+    lines = path.read_text().splitlines(keepends=True)
+    assert len(lines) == 4
+    lines[2] = ",".join(lines[2].split(",")[:10]) + "\n"
+    path.write_text("".join(lines))
+
+
+def _afile(tmp: Path) -> None:
+    (tmp / "afile").write_text("a regular file, not a folder\n")
+
+
+def _module(text: str):
+    def setup(tmp: Path) -> None:
+        (tmp / "kernels.py").write_text(text)
+    return setup
+
+
+# --- the table -----------------------------------------------------------------------------
+# Each case: argv (with {tmp} for the working folder), the phrases its one error line must
+# hold (what is wrong and, where tlab says it, what is accepted), and an optional setup.
+
+SWEEP = ("sweep", "softmax", "--interpret", "--out", "{tmp}")
+
+
+def case(id, args, phrases, setup=None, marks=()):
+    return pytest.param(list(args), phrases, setup, id=id, marks=marks)
+
+
+CASES = [
+    # --sizes grammar
+    case("sizes-abc", [*SWEEP, "--sizes", "abc"], ["bad size term 'abc'", SIZES_FORMS]),
+    case("sizes-reversed-range", [*SWEEP, "--sizes", "8192-512"],
+         ["the range is reversed (8192 > 512)", "write 512-8192"]),
+    case("sizes-zero", [*SWEEP, "--sizes", "0"],
+         ["bad size term '0'", "sizes must be positive integers"]),
+    case("sizes-negative", [*SWEEP, "--sizes=-4"],
+         ["bad size term '-4'", "sizes must be positive integers"]),
+    case("sizes-open-range", [*SWEEP, "--sizes", "512-"], ["bad size term '512-'", SIZES_FORMS]),
+    case("sizes-too-large-for-memory", [*SWEEP, "--dtype", "fp32", "--sizes", "1000000000x65536"],
+         ["softmax fp32 1000000000x65536 needs about", "GB", "of host memory"]),
+    case("softmax-wider-than-single-pass", [*SWEEP, "--dtype", "fp32", "--sizes", "70000"],
+         ["rows of 70000 columns", "wider than the 65536"]),
+    case("matmul-shape-with-two-dims",
+         ["sweep", "matmul", "--interpret", "--out", "{tmp}", "--shapes", "4096x4096"],
+         ["shape '4096x4096' has 2 sizes", "MxNxK (3 sizes) or a single size"]),
+    # dtypes and kernels
+    case("dtype-bf17", [*SWEEP, "--dtype", "bf17"],
+         ["unknown dtype 'bf17'", "accepted are fp32, fp16, bf16"]),
+    case("kernel-matmull", ["sweep", "matmull", "--interpret", "--out", "{tmp}"],
+         ["unknown kernel 'matmull'", "did you mean 'matmul'", "known kernels are matmul"]),
+    case("matmul-bf16-in-interpreter",
+         ["sweep", "matmul", "--interpret", "--out", "{tmp}", "--dtype", "bf16"],
+         ["cannot run in Triton's interpreter", "11584", "run it on a GPU"]),
+    case("planted-fp16", ["sweep", "planted", "--kernel-module", PLANTED, "--interpret",
+                          "--out", "{tmp}", "--dtype", "fp16"],
+         ["planted does not support fp16", "it takes fp32"]),
+    # --space
+    case("space-unknown-preset", [*SWEEP, "--space", "nosuchpreset"],
+         ["--space 'nosuchpreset'", "not a preset (full, default) nor a file"]),
+    case("space-unknown-parameter", [*SWEEP, "--space", "{tmp}/space.json"],
+         ["unknown parameter 'BLOCK'", "known: ROWS, num_warps"], _space('{"BLOCK": [1]}')),
+    case("space-not-json", [*SWEEP, "--space", "{tmp}/space.json"],
+         ["space.json' is not valid JSON"], _space("ROWS: [1, 2]\n")),
+    case("space-empty-list", [*SWEEP, "--space", "{tmp}/space.json"],
+         ["ROWS must be a non-empty list of positive integers"], _space('{"ROWS": []}')),
+    # results files and --out
+    case("results-csv-of-another-tool", [*SWEEP, "--dtype", "fp32", "--sizes", "37x129"],
+         ["softmax.csv' is not a tlab results file", "results/SCHEMA.md"], _foreign_results),
+    case("results-csv-cut-mid-file", [*SWEEP, "--dtype", "fp32", "--sizes", "37x129"],
+         ["softmax.csv' line 3: 10 fields, expected"], _results_cut_in_the_middle),
+    case("out-below-a-regular-file",
+         ["sweep", "softmax", "--interpret", "--out", "{tmp}/afile/sub", "--dtype", "fp32",
+          "--sizes", "37x129", "--space", "default"],
+         ["afile", "is not a folder"], _afile),
+    # --gpu / calibrate without CUDA
+    case("sweep-gpu-without-cuda", ["sweep", "softmax", "--gpu", "--out", "{tmp}"],
+         ["--gpu asks for a GPU", "CUDA sees none", "use --interpret"], marks=NO_GPU_ONLY),
+    case("calibrate-without-gpu", ["calibrate", "--out", "{tmp}"],
+         ["tlab calibrate measures a GPU and needs CUDA", "none is visible"], marks=NO_GPU_ONLY),
+    # numeric options (click's own checks)
+    case("timeout-zero", [*SWEEP, "--timeout", "0"],
+         ["Invalid value for '--timeout'", "greater than or equal to 1"]),
+    case("rep-ms-zero", [*SWEEP, "--rep-ms", "0"],
+         ["Invalid value for '--rep-ms'", "greater than or equal to 1"]),
+    case("seed-abc", [*SWEEP, "--seed", "abc"], ["Invalid value for '--seed'", "valid integer"]),
+    # --kernel-module
+    case("kernel-module-missing", [*SWEEP, "--kernel-module", "{tmp}/missing.py"],
+         ["missing.py' is not a .py file"]),
+    case("kernel-module-syntax-error", [*SWEEP, "--kernel-module", "{tmp}/kernels.py"],
+         ["kernels.py' failed to import (line 2)", "SyntaxError"],
+         _module("import torch\ndef broken(:\n")),
+    case("kernel-module-without-spec", [*SWEEP, "--kernel-module", "{tmp}/kernels.py"],
+         ["kernels.py' defines neither SPEC nor SPECS"], _module("X = 1\n")),
+    case("list-kernel-module-missing", ["list", "--kernel-module", "{tmp}/missing.py"],
+         ["missing.py' is not a .py file"]),
+    # commands and arguments
+    case("unknown-command", ["frobnicate"], ["No such command 'frobnicate'"]),
+    case("sweep-without-kernel", ["sweep", "--interpret", "--out", "{tmp}"],
+         ["Missing argument 'kernel'"]),
+    case("compare-one-folder", ["compare", "{tmp}", "--root", "{tmp}", "--out", "{tmp}/plots"],
+         ["compare needs at least two results folders or GPU slugs"]),
+    case("compare-missing-folders",
+         ["compare", "{tmp}/nope", "{tmp}/nope2", "--root", "{tmp}", "--out", "{tmp}/plots"],
+         ["no results for '{tmp}/nope'", "neither a folder nor a GPU under '{tmp}/results'"]),
+    case("plot-unknown-gpu",
+         ["plot", "--gpu", "no-such-gpu", "--root", "{tmp}", "--out", "{tmp}/plots"],
+         ["no results for 'no-such-gpu'", "neither a folder nor a GPU under '{tmp}/results'"]),
+    case("report-empty-root", ["report", "--root", "{tmp}", "--out", "{tmp}/plots"],
+         ["no GPU results under '{tmp}/results'", "run `tlab sweep` first"]),
+    case("export-unknown-kernel", ["export", "nope", "--root", "{tmp}", "--out", "{tmp}/exported"],
+         ["no winners for 'nope' under '{tmp}/configs'", "run `tlab sweep` first"]),
+    case("check-without-configs", ["check", "--root", "{tmp}"],
+         ["no config files under '{tmp}/configs'"]),
+]
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every path under root (root included): type, size, mtime and, for files, the bytes."""
+    state = {}
+    for path in [root, *sorted(root.rglob("*"))]:
+        info = path.lstat()
+        content = path.read_bytes() if stat.S_ISREG(info.st_mode) else None
+        state[str(path.relative_to(root))] = (stat.S_IFMT(info.st_mode), info.st_size,
+                                              info.st_mtime_ns, content)
+    return state
+
+
+def assert_one_error_line(stderr: str, phrases: list[str]) -> None:
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("tlab: error: "), stderr
+    for phrase in phrases:
+        assert phrase in lines[0], f"{phrase!r} not in {lines[0]!r}"
+
+
+@pytest.mark.parametrize("args, phrases, setup", CASES)
+def test_bad_input_is_one_line_exit_2_and_touches_nothing(args, phrases, setup, tmp_path):
+    if setup:
+        setup(tmp_path)
+    args = [a.format(tmp=tmp_path) for a in args]
+    phrases = [p.format(tmp=tmp_path) for p in phrases]
+    before = snapshot(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "TLAB_DEBUG"}
+    # Python's own bytecode cache would otherwise land next to a kernel module in tmp_path.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    result = subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert_one_error_line(result.stderr, phrases)
+    assert snapshot(tmp_path) == before
+
+
+# --- property: any --sizes / --dtype text is refused in one line or reaches the sweep ------
+
+class Reached(Exception):
+    """Raised in place of the sweep: the options got through every check."""
+
+
+SIZES_ALPHABET = "0123456789x-:, "
+DTYPE_WORDS = ["fp32", "fp16", "bf16", "float32", "half", "FP16", "bf17", "", ",", " "]
+
+
+@st.composite
+def dtype_texts(draw):
+    if draw(st.booleans()):
+        return draw(st.text())
+    return ",".join(draw(st.lists(st.sampled_from(DTYPE_WORDS), min_size=1, max_size=3)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.none() | st.text() | st.text(alphabet=SIZES_ALPHABET, max_size=24),
+       dtype=st.none() | dtype_texts())
+def test_any_sizes_and_dtype_text_is_one_line_error_or_reaches_the_sweep(sizes, dtype, tmp_path):
+    from tritonbench_lab.cli import main
+
+    out = tmp_path / "out"
+    argv = ["sweep", "softmax", "--interpret", "--out", str(out)]
+    if sizes is not None:
+        argv += ["--sizes", sizes]
+    if dtype is not None:
+        argv += ["--dtype", dtype]
+    stderr = io.StringIO()
+    with mock.patch("tritonbench_lab.cli.sweep_cmd._run_with_progress", side_effect=Reached), \
+            contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+        except Reached:
+            event("reached the sweep")
+        except SystemExit as stop:
+            event("refused")
+            assert stop.code == 2, (argv, stop.code, stderr.getvalue())
+            assert_one_error_line(stderr.getvalue(), [])
+        else:
+            pytest.fail(f"main({argv!r}) returned without sweeping nor refusing")
+    assert not out.exists()  # refused or stopped before the sweep: nothing written
