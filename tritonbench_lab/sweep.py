@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tritonbench_lab.env import Fingerprint
@@ -133,8 +133,7 @@ def _record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome) ->
         p80_ms=outcome.p80_ms, throughput=value, metric=spec.metric,
         compile_s=outcome.compile_s,
         timing=request.bench.method(request.interpret) if timed else "",
-        seed=task.seed, gpu=fp.gpu, gpu_slug=fp.gpu_slug, driver=fp.driver, cuda=fp.cuda,
-        torch=fp.torch, triton=fp.triton, tlab=fp.tlab,
+        seed=task.seed, **asdict(fp),
     )
 
 

@@ -57,7 +57,10 @@ def load_space(spec, text: str):
             raise TlabError(f"--space file {text!r}: {name} must be a non-empty list of "
                             "positive integers")
         params[name] = tuple(values)
-    default = {k: params[k][0] for k in params}
+    # Keep the kernel's own default config when the narrowed space still holds it.
+    default = dict(spec.space.default)
+    if any(default[k] not in params[k] for k in params):
+        default = {k: params[k][0] for k in params}
     return Space(params, spec.space.constraints, default)
 
 

@@ -19,6 +19,8 @@ compile-time constant (HAS_RESIDUAL), so the plain kernel carries no dead code.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 import triton
@@ -270,11 +272,11 @@ SPEC = KernelSpec(
     from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
 )
 
-ADD_SPEC = KernelSpec(
+# The fused variant differs from the plain one only in what it computes and moves.
+ADD_SPEC = dataclasses.replace(
+    SPEC,
     name="add_rmsnorm",
     summary="h = x + r; y = rmsnorm(h) * w; writes h and y in one fused pass",
-    dims=("rows", "cols"),
-    dtypes=_DTYPES,
     launch=launch_add,
     allocate_outputs=allocate_add_outputs,
     reference=add_rmsnorm_reference,
@@ -283,13 +285,6 @@ ADD_SPEC = KernelSpec(
         "unfused": unfused_add_rmsnorm,
         "compiled": compile_baseline(unfused_add_rmsnorm),
     },
-    space=SPACE,
-    default_shapes=_DEFAULT_SHAPES,
-    small_shapes=_SMALL_SHAPES,
     make_inputs=make_add_inputs,
-    tolerance=_TOLERANCE,
     cost=add_cost,
-    metric=GBPS,
-    check_shape=check_shape,
-    from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
 )
