@@ -129,11 +129,15 @@ def test_planted_wrong_results_are_recorded_and_never_win(planted_run):
     rows = [r for r in load_records(results_path(out, "interpreter", "planted"))
             if r.provider == TRITON]
     modes = {r.config: parse_config_text(r.config)["MODE"] for r in rows}
-    assert sorted(modes.values()) == [0, 0, 1, 1]  # BLOCK in (128, 1024) x MODE in (0, 1)
+    # BLOCK in (128, 1024) x MODE in (0 correct, 1 wrong result, 4 compile error)
+    assert sorted(modes.values()) == [0, 0, 1, 1, 4, 4]
     for r in rows:
         if modes[r.config] == 1:
             assert r.status == WRONG_RESULT and r.error and r.max_abs_error >= 0.99
             assert r.p50_ms is None and r.throughput is None  # wrong configs are not timed
+        elif modes[r.config] == 4:
+            assert r.status == "compile_error" and "planted compile error" in r.error
+            assert r.p50_ms is None
         else:
             assert r.status == OK and r.p50_ms is not None
     (winner,) = load_winners(configs_path(out, "interpreter", "planted"))
@@ -273,5 +277,5 @@ def test_plan_of_the_planted_kernel(tmp_path):
     load_kernel_module(ROOT / "tests" / "planted_kernels.py")
     spec = get_spec("planted")
     planned = plan(request_for(spec, [torch.float32], spec.small_shapes, tmp_path))
-    assert len(planned) == 1 * 1 * (1 + 4)
-    assert [p.task.provider for p in planned] == ["torch"] + [TRITON] * 4
+    assert len(planned) == 1 * 1 * (1 + 6)  # 1 baseline + BLOCK (2) x MODE (3)
+    assert [p.task.provider for p in planned] == ["torch"] + [TRITON] * 6
