@@ -23,10 +23,7 @@ from tritonbench_lab.calibrate import ceiling_for, load_ceilings  # noqa: E402
 from tritonbench_lab.errors import TlabError  # noqa: E402
 from tritonbench_lab.measurements import kernels_in, shape_sizes, x_axis  # noqa: E402
 from tritonbench_lab.records import OK, TRITON, Record, parse_config_text  # noqa: E402
-from tritonbench_lab.store import (
-    load_records,  # noqa: E402
-    make_folder,
-)
+from tritonbench_lab.store import load_records, make_folder  # noqa: E402
 from tritonbench_lab.tuned import compute_winners  # noqa: E402
 
 WINNER_COLUMNS = ["shape", "throughput", "metric", "p50_ms", "pct_ceiling", "ceiling",
