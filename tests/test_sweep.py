@@ -279,3 +279,21 @@ def test_plan_of_the_planted_kernel(tmp_path):
     planned = plan(request_for(spec, [torch.float32], spec.small_shapes, tmp_path))
     assert len(planned) == 1 * 1 * (1 + 6)  # 1 baseline + BLOCK (2) x MODE (3)
     assert [p.task.provider for p in planned] == ["torch"] + [TRITON] * 6
+
+
+def test_editing_the_kernel_module_measures_again(tmp_path):
+    # The resume key holds a hash of the kernel's source file: numbers of old code are
+    # never kept as if they were current.
+    module = tmp_path / "my_planted.py"
+    module.write_text((ROOT / "tests" / "planted_kernels.py").read_text())
+    args = ("planted", "--kernel-module", str(module), "--sizes", "1000", "--space", "default")
+    out = tmp_path / "out"
+    assert sweep(*args, out=out).returncode == 0
+    assert "2 task(s) already measured" in said(sweep(*args, out=out))
+    module.write_text(module.read_text() + "\n# an edit\n")
+    edited = sweep(*args, out=out)
+    assert edited.returncode == 0 and "already measured" not in said(edited)
+    rows = load_records(results_path(out, "interpreter", "planted"))
+    versions = [r.tlab for r in rows]
+    assert len(rows) == 4 and len(set(versions)) == 2
+    assert all("+src." in v for v in versions)

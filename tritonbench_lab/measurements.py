@@ -3,7 +3,7 @@ draw. Reads CSV only: no torch, no triton, so it runs on any laptop.
 
 A series is one line of a plot: for one provider, one row per shape with its throughput at
 the median time and the p20-p80 band. Within each shape only rows of the newest toolchain
-(torch, triton) are used, so a re-run under a new triton replaces, not mixes.
+(torch, triton, tlab + kernel source) are used, so a re-run replaces, not mixes.
 """
 
 from __future__ import annotations
@@ -67,7 +67,9 @@ def x_axis(shapes: list[str]) -> tuple[dict[str, float], str]:
 
 def _newest_toolchain(group: pd.DataFrame) -> pd.DataFrame:
     newest = group.loc[group["timestamp"].idxmax()]
-    return group[(group["torch"] == newest["torch"]) & (group["triton"] == newest["triton"])]
+    same = ((group["torch"] == newest["torch"]) & (group["triton"] == newest["triton"])
+            & (group["tlab"] == newest["tlab"]))
+    return group[same]
 
 
 def _band(row: pd.Series) -> tuple[float, float]:

@@ -54,7 +54,7 @@ class Record:
     cuda: str
     torch: str
     triton: str
-    tlab: str
+    tlab: str  # tlab's version + "+src." + a hash of the kernel module's source
 
     def key(self) -> tuple[str, ...]:
         return resume_key(asdict(self))
@@ -65,7 +65,8 @@ FLOAT_COLUMNS = ("max_abs_error", "p20_ms", "p50_ms", "p80_ms", "throughput", "c
 INT_COLUMNS = ("seed",)
 
 # A row measured under the same values of these columns is not measured again on resume.
-KEY_COLUMNS = ("gpu_slug", "torch", "triton", "kernel", "provider", "dtype", "shape", "config")
+KEY_COLUMNS = ("gpu_slug", "torch", "triton", "tlab", "kernel", "provider", "dtype", "shape",
+               "config")
 
 
 def resume_key(row: dict[str, Any]) -> tuple[str, ...]:

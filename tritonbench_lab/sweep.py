@@ -8,7 +8,10 @@ config on disk, so a config compiles once per dtype and shape specialisation, no
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import hashlib
+import inspect
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -143,10 +146,19 @@ def _dtype(name: str):
     return parse_dtype(name)
 
 
+def code_version(spec: KernelSpec, tlab_version: str) -> str:
+    """tlab's version and a hash of the file the kernel is defined in: after any edit of the
+    kernel's module, resume measures again instead of keeping numbers of the old code."""
+    source = Path(inspect.getsourcefile(spec.launch) or "")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:10] if source.is_file() else "unknown"
+    return f"{tlab_version}+src.{digest}"
+
+
 def _key(request: SweepRequest, task: Task) -> tuple[str, ...]:
     fp = request.fingerprint
     return resume_key({
-        "gpu_slug": fp.gpu_slug, "torch": fp.torch, "triton": fp.triton, "kernel": task.kernel,
+        "gpu_slug": fp.gpu_slug, "torch": fp.torch, "triton": fp.triton, "tlab": fp.tlab,
+        "kernel": task.kernel,
         "provider": task.provider, "dtype": task.dtype,
         "shape": str(request.spec.shape(*task.sizes)), "config": config_text(task.config),
     })
@@ -158,6 +170,9 @@ def run_sweep(request: SweepRequest,
     """Measure every planned task not measured before (all of them with `fresh`)."""
     check_request(request)
     spec = request.spec
+    # Rows and resume keys carry the kernel's code version in the `tlab` column.
+    request = dataclasses.replace(request, fingerprint=dataclasses.replace(
+        request.fingerprint, tlab=code_version(spec, request.fingerprint.tlab)))
     slug = request.fingerprint.gpu_slug
     results_file = results_path(request.root, slug, spec.name)
     done = set() if request.fresh else {r.key() for r in load_records(results_file)}

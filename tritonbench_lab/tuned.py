@@ -3,8 +3,9 @@
 Computed from the rows of results/<gpu>/<kernel>.csv only (argmin p50 over status == ok,
 provider == triton), and written to configs/<gpu>/<kernel>.csv atomically (temp file +
 rename), so a reader never sees half a file. Within each (dtype, shape) only rows of the
-newest toolchain (torch, triton) that measured it are compared. `lookup` is the runtime side:
-the config tuned for a shape on the current GPU. No torch, no triton at import.
+newest toolchain (torch, triton, and tlab with the kernel's source hash) are compared.
+`lookup` is the runtime side: the config tuned for a shape on the current GPU. No torch,
+no triton at import.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def configs_path(root: Path, gpu_slug: str, kernel: str) -> Path:
 
 def _newest_toolchain(rows: list[Record]) -> list[Record]:
     newest = max(rows, key=lambda r: r.timestamp)
-    return [r for r in rows if (r.torch, r.triton) == (newest.torch, newest.triton)]
+    same = (newest.torch, newest.triton, newest.tlab)
+    return [r for r in rows if (r.torch, r.triton, r.tlab) == same]
 
 
 def compute_winners(records: list[Record]) -> list[dict[str, str]]:
