@@ -21,7 +21,7 @@ from tritonbench_lab.env import Fingerprint
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.records import SKIPPED, TRITON, Record, parse_config_text, resume_key
 from tritonbench_lab.space import DeviceLimits, Space, config_text
-from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, throughput
+from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype, throughput
 from tritonbench_lab.store import ResultsWriter, check_results_file, load_records, results_path
 from tritonbench_lab.timing import BenchOptions
 from tritonbench_lab.tuned import (
@@ -125,7 +125,7 @@ def _record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome) ->
     shape = spec.shape(*task.sizes)
     value = None
     if outcome.p50_ms:
-        value = throughput(spec.cost(shape, _dtype(task.dtype)), spec.metric, outcome.p50_ms)
+        value = throughput(spec.cost(shape, parse_dtype(task.dtype)), spec.metric, outcome.p50_ms)
     timed = outcome.p50_ms is not None
     return Record(
         run_id=run_id,
@@ -138,12 +138,6 @@ def _record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome) ->
         timing=request.bench.method(request.interpret) if timed else "",
         seed=task.seed, **asdict(fp),
     )
-
-
-def _dtype(name: str):
-    from tritonbench_lab.spec import parse_dtype
-
-    return parse_dtype(name)
 
 
 def code_version(spec: KernelSpec, tlab_version: str) -> str:

@@ -31,7 +31,8 @@ def configs_path(root: Path, gpu_slug: str, kernel: str) -> Path:
     return Path(root) / "configs" / gpu_slug / f"{kernel}.csv"
 
 
-def _newest_toolchain(rows: list[Record]) -> list[Record]:
+def newest_toolchain(rows: list[Record]) -> list[Record]:
+    """The rows measured under the (torch, triton, tlab) of the newest row among them."""
     newest = max(rows, key=lambda r: r.timestamp)
     same = (newest.torch, newest.triton, newest.tlab)
     return [r for r in rows if (r.torch, r.triton, r.tlab) == same]
@@ -44,7 +45,7 @@ def compute_winners(records: list[Record]) -> list[dict[str, str]]:
         groups[(r.kernel, r.dtype, r.shape)].append(r)
     winners = []
     for (kernel, dtype, shape), rows in groups.items():
-        rows = [r for r in _newest_toolchain(rows) if r.status == OK and r.p50_ms]
+        rows = [r for r in newest_toolchain(rows) if r.status == OK and r.p50_ms]
         triton_rows = [r for r in rows if r.provider == TRITON]
         if not triton_rows:
             continue

@@ -13,18 +13,21 @@ from tritonbench_lab.errors import TlabError
 Gpu = Annotated[str | None, typer.Option(
     "--gpu", help="GPU slug (e.g. nvidia-h200) or results folder. Default: every GPU under "
     "ROOT/results except the interpreter.")]
-Kernel = Annotated[str | None, typer.Option("--kernel", help="Only this kernel.")]
-Dtype = Annotated[str | None, typer.Option("--dtype", help="Only this dtype (fp32, fp16, bf16).")]
-Out = Annotated[Path, typer.Option("--out", help="Folder for the pictures.")]
+Kernel = Annotated[str | None, typer.Option(
+    "--kernel", help="Draw only this kernel. Default: every kernel with results.")]
+Dtype = Annotated[str | None, typer.Option(
+    "--dtype", help="Draw only this dtype (fp32, fp16, bf16). Default: every dtype measured.")]
+Out = Annotated[Path, typer.Option(
+    "--out", help="Folder that receives <gpu>/ with the pictures and REPORT.md.")]
 Root = Annotated[Path, typer.Option("--root", help="Folder holding results/.")]
 
 
 def default_config_text(kernel: str) -> str | None:
     """The kernel's untuned default config, when tlab knows the kernel (else no such line)."""
-    from tritonbench_lab.kernels import _BUILTIN, get_spec
+    from tritonbench_lab.kernels import get_spec, names
     from tritonbench_lab.space import config_text
 
-    if kernel not in _BUILTIN:
+    if kernel not in names():
         return None
     return config_text(get_spec(kernel).space.default)
 
