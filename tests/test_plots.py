@@ -17,7 +17,14 @@ from fixture_results import (
     write_softmax_fixture,
 )
 
-from tritonbench_lab.calibrate import ceiling_for, load_ceilings
+from tritonbench_lab.calibrate import (
+    SAME_SIZE_COPY,
+    ceiling_for,
+    copy_at,
+    copy_curve,
+    load_ceilings,
+    traffic_of,
+)
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measurements import TUNED, load_frame, series
 from tritonbench_lab.plots import draw_landscape, draw_throughput
@@ -135,3 +142,40 @@ def test_no_ok_rows_is_an_error(softmax):
     _, frame = softmax
     with pytest.raises(TlabError, match="no ok rows"):
         series(frame, "bf16")
+
+
+def test_copy_curve_interpolates_in_log_bytes_and_clamps_at_the_ends():
+    ceilings = {"copy": 4000.0, "copy_16MiB": 1000.0, "copy_64MiB": 3000.0, "matmul_bf16": 9.0}
+    curve = copy_curve(ceilings)
+    # The peak copy (4 GiB read + 4 GiB written) closes the curve.
+    assert curve == [(16 * 2**20, 1000.0), (64 * 2**20, 3000.0), (8 * 2**30, 4000.0)]
+    assert copy_at(32 * 2**20, curve) == pytest.approx(2000.0)  # halfway in log2(bytes)
+    assert copy_at(1, curve) == 1000.0 and copy_at(2**40, curve) == 4000.0
+    assert copy_at(64 * 2**20, curve) == pytest.approx(3000.0)
+    # With the bytes a shape moves: the same-size copy; without, or uncalibrated: the peak.
+    assert ceiling_for("GB/s", "bf16", ceilings, 16 * 2**20) == (SAME_SIZE_COPY, 1000.0)
+    assert ceiling_for("GB/s", "bf16", ceilings) == ("copy", 4000.0)
+    assert ceiling_for("GB/s", "bf16", {"copy": 4000.0}, 16 * 2**20) == ("copy", 4000.0)
+    assert ceiling_for("TFLOP/s", "bf16", ceilings, 16 * 2**20) == ("matmul_bf16", 9.0)
+    assert copy_curve({"copy": 4000.0}) == []
+
+
+def test_picture_and_report_judge_each_shape_against_the_copy_of_its_bytes(softmax):
+    _, frame = softmax
+    tuned = series(frame, "fp32", DEFAULT)[TUNED]
+    # Fixture rows move 1 GB each (throughput x time).
+    moved = [traffic_of(r.throughput, r.p50_ms, "GB/s") for r in tuned.itertuples()]
+    assert moved == pytest.approx([1e9] * len(SHAPES))
+    curve = [(2**29, 2000.0), (2**31, 8000.0)]
+    expected = copy_at(1e9, curve)
+    fig = draw_throughput(frame, "softmax", "fp32", ("copy", COPY_GBPS), DEFAULT, curve)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    same = lines[f"{SAME_SIZE_COPY} (calibrated)"]
+    assert list(same.get_ydata()) == pytest.approx([expected] * len(SHAPES))
+    plt.close(fig)
+    text = kernel_section(frame, "softmax", "fp32", ("copy", COPY_GBPS), DEFAULT, [], curve)
+    header = next(line for line in text.splitlines() if line.startswith("| shape"))
+    assert header.endswith(f"| % of copy | % of {SAME_SIZE_COPY} |")
+    first = next(line for line in text.splitlines() if line.startswith(f"| {SHAPES[0]}"))
+    cells = [c.strip() for c in first.strip("|").split("|")]
+    assert cells[-1] == f"{100 * tuned['throughput'].iloc[0] / expected:.0f}%"

@@ -82,3 +82,13 @@ def test_helpers():
     meta, options = split_config({"BLOCK_M": 64, "num_warps": 4, "num_stages": 3})
     assert meta == {"BLOCK_M": 64} and options == {"num_warps": 4, "num_stages": 3}
     assert config_text({"BLOCK_M": 64, "num_warps": 4}) == "BLOCK_M=64 num_warps=4"
+
+
+def test_config_legend_names_only_the_shortened_keys_in_use():
+    from tritonbench_lab.space import config_legend
+
+    assert config_legend([{"ROWS": 1, "num_warps": 4, "PER_SM": 1}]) == \
+        "config keys: w = num_warps, PSM = PER_SM"
+    assert config_legend([{"BLOCK_M": 64, "num_stages": 3}, {"BLOCK_M": 32, "GROUP_M": 8}]) == \
+        "config keys: BM = BLOCK_M, s = num_stages, GM = GROUP_M"
+    assert config_legend([{"ROWS": 2}]) == "" and config_legend([]) == ""

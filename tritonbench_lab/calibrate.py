@@ -1,7 +1,13 @@
 """Ceilings measured on the GPU itself: what every kernel's throughput is a fraction of.
 
 - copy: a large device-to-device copy; bytes read + bytes written over the time (GB/s).
-  The ceiling for memory-bound kernels (softmax, rmsnorm).
+  The peak for memory-bound kernels (softmax, rmsnorm).
+- copy_<N>MiB: the same copy moving N MiB in all (16 MiB .. 2 GiB): the copy curve. A short
+  copy does not reach the peak: launch, ramp-up and tail are a larger share of it, and
+  do_bench's L2 flush (writing 256 MB of zeros) leaves dirty lines that a short kernel pays
+  to write back (H200: 0.74 of the peak at 64 MiB, 0.84 at 128 MiB). A memory-bound kernel
+  at a shape is therefore also judged against a copy of the same number of bytes, measured
+  the same way: `ceiling_for(..., traffic=bytes)`.
 - matmul_<dtype>: torch.matmul (the vendor library) on square operands (TFLOP/s). The
   ceiling for compute-bound kernels.
 
@@ -12,6 +18,8 @@ from __future__ import annotations
 
 import csv
 import datetime
+import math
+import re
 from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
@@ -23,6 +31,8 @@ CEILING_COLUMNS = (
     "gpu", "gpu_slug", "torch", "triton", "timestamp",
 )
 COPY_BYTES = 4 << 30  # 4 GiB source: ~70x the H200's L2, so the copy streams from HBM
+COPY_CURVE_MIB = (16, 32, 64, 128, 256, 512, 1024, 2048)  # bytes moved (read + write)
+SAME_SIZE_COPY = "copy of the same bytes"
 MATMUL_SIZE = 8192
 
 
@@ -49,6 +59,15 @@ def measure(fingerprint, bench, dtypes) -> list[dict[str, str]]:
                  "p20_ms": repr(p20), "p50_ms": repr(p50), "p80_ms": repr(p80),
                  "size": f"{COPY_BYTES} bytes", **common})
     buffers.clear()
+    for mib in COPY_CURVE_MIB:
+        src = torch.rand(mib * 2**20 // 8, generator=gen, device="cuda")  # half of it read
+        dst = torch.empty_like(src)
+        p20, p50, p80 = time_call(lambda src=src, dst=dst: dst.copy_(src), bench, False)
+        rows.append({"name": f"copy_{mib}MiB", "metric": GBPS,
+                     "value": repr(mib * 2**20 / (p50 * 1e-3) / 1e9),
+                     "p20_ms": repr(p20), "p50_ms": repr(p50), "p80_ms": repr(p80),
+                     "size": f"{mib * 2**20 // 2} bytes", **common})
+        del src, dst
     n = MATMUL_SIZE
     for dtype in dtypes:
         a = torch.randn((n, n), generator=gen, device="cuda").to(dtype)
@@ -89,7 +108,42 @@ def load_ceilings(path: Path) -> dict[str, float]:
     return {name: float(row["value"]) for name, row in newest.items()}
 
 
-def ceiling_for(metric: str, dtype: str, ceilings: dict[str, float]) -> tuple[str, float] | None:
-    """The ceiling a kernel judged in `metric` at `dtype` is compared with, if calibrated."""
+def copy_curve(ceilings: dict[str, float]) -> list[tuple[int, float]]:
+    """(bytes moved, GB/s) of every calibrated copy, smallest first; [] when not calibrated."""
+    points = [(int(name[5:-3]) * 2**20, value) for name, value in ceilings.items()
+              if re.fullmatch(r"copy_\d+MiB", name)]
+    if points and "copy" in ceilings:
+        points.append((2 * COPY_BYTES, ceilings["copy"]))
+    return sorted(points)
+
+
+def copy_at(traffic: float, curve: list[tuple[int, float]]) -> float:
+    """Copy bandwidth for `traffic` bytes: linear in log(bytes) between the two calibrated
+    sizes around it; the end values beyond the ends."""
+    if traffic <= curve[0][0]:
+        return curve[0][1]
+    for (low, low_value), (high, high_value) in zip(curve, curve[1:], strict=False):
+        if traffic <= high:
+            t = math.log(traffic / low) / math.log(high / low)
+            return low_value + t * (high_value - low_value)
+    return curve[-1][1]
+
+
+def ceiling_for(metric: str, dtype: str, ceilings: dict[str, float],
+                traffic: float | None = None) -> tuple[str, float] | None:
+    """The ceiling a kernel judged in `metric` at `dtype` is compared with, if calibrated.
+
+    Memory-bound kernels: with `traffic` (bytes the shape moves) and a calibrated copy curve,
+    the copy of the same bytes; else the peak copy. Compute-bound: torch.matmul's rate.
+    """
+    if metric == GBPS and traffic is not None:
+        curve = copy_curve(ceilings)
+        if curve:
+            return SAME_SIZE_COPY, copy_at(traffic, curve)
     name = "copy" if metric == GBPS else f"matmul_{dtype}"
     return (name, ceilings[name]) if name in ceilings else None
+
+
+def traffic_of(throughput: float, p50_ms: float, metric: str) -> float | None:
+    """Bytes a GB/s row moved, recovered from its throughput and time (None otherwise)."""
+    return throughput * 1e9 * p50_ms * 1e-3 if metric == GBPS else None

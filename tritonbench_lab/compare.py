@@ -19,7 +19,7 @@ matplotlib.use("Agg")  # before pyplot: files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from tritonbench_lab.calibrate import ceiling_for, load_ceilings  # noqa: E402
+from tritonbench_lab.calibrate import ceiling_for, load_ceilings, traffic_of  # noqa: E402
 from tritonbench_lab.errors import TlabError  # noqa: E402
 from tritonbench_lab.measurements import kernels_in, shape_sizes, x_axis  # noqa: E402
 from tritonbench_lab.records import OK, TRITON, Record, parse_config_text  # noqa: E402
@@ -75,7 +75,9 @@ def winners_frame(folder: Path, kernel: str, dtype: str) -> pd.DataFrame:
         if w["dtype"] != dtype:
             continue
         value = float(w["throughput"])
-        ceiling = ceiling_for(w["metric"], dtype, ceilings)
+        # GB/s kernels against a copy of the same bytes where the curve is calibrated.
+        traffic = traffic_of(value, float(w["p50_ms"]), w["metric"])
+        ceiling = ceiling_for(w["metric"], dtype, ceilings, traffic)
         rows.append({"shape": w["shape"], "throughput": value, "metric": w["metric"],
                      "p50_ms": float(w["p50_ms"]),
                      "pct_ceiling": 100 * value / ceiling[1] if ceiling else math.nan,

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from tritonbench_lab.calibrate import SAME_SIZE_COPY, copy_at, traffic_of  # noqa: E402
 from tritonbench_lab.measurements import (  # noqa: E402
     DEFAULT,
     TUNED,
@@ -23,7 +24,7 @@ from tritonbench_lab.measurements import (  # noqa: E402
     shape_sizes,
     x_axis,
 )
-from tritonbench_lab.records import OK, TRITON, parse_config_text  # noqa: E402
+from tritonbench_lab.records import GBPS, OK, TRITON, parse_config_text  # noqa: E402
 from tritonbench_lab.store import make_folder  # noqa: E402
 
 # Fixed colours per provider, so every picture reads the same way.
@@ -62,14 +63,16 @@ def _shape_ticks(ax, shapes: list[str]) -> None:
 
 def plot_throughput(frame: pd.DataFrame, kernel: str, dtype: str,
                     ceiling: tuple[str, float] | None, default_config: str | None,
-                    out_stem: Path) -> list[Path]:
-    return _save(draw_throughput(frame, kernel, dtype, ceiling, default_config), out_stem)
+                    out_stem: Path, curve: list[tuple[int, float]] | None = None) -> list[Path]:
+    return _save(draw_throughput(frame, kernel, dtype, ceiling, default_config, curve), out_stem)
 
 
 def draw_throughput(frame: pd.DataFrame, kernel: str, dtype: str,
-                    ceiling: tuple[str, float] | None, default_config: str | None):
+                    ceiling: tuple[str, float] | None, default_config: str | None,
+                    curve: list[tuple[int, float]] | None = None):
     """Throughput against size, one line per provider with its p20-p80 band, and the
-    calibrated ceiling as a line with a % axis on the right. Returns the figure."""
+    calibrated ceiling as a line with a % axis on the right; with a calibrated copy curve
+    (GB/s kernels) also the copy of each shape's bytes. Returns the figure."""
     lines = series(frame, dtype, default_config)
     metric = frame["metric"].iloc[0]
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -85,6 +88,12 @@ def draw_throughput(frame: pd.DataFrame, kernel: str, dtype: str,
                 linewidth=width, label=label, zorder=3 if label == TUNED else 2)
         ax.fill_between(line["x"], line["low"], line["high"], color=colour, alpha=0.18,
                         linewidth=0)
+    tuned = lines[TUNED]
+    if curve and metric == GBPS and not tuned.empty:
+        same = [copy_at(traffic_of(r.throughput, r.p50_ms, metric), curve)
+                for r in tuned.itertuples()]
+        ax.plot(tuned["x"], same, "-.", color="dimgray", linewidth=1.2,
+                label=f"{SAME_SIZE_COPY} (calibrated)")
     ordered = sorted(shapes, key=shape_sizes)
     _shape_ticks(ax, ordered)
     ax.set_ylabel(f"throughput ({metric}, at the median time)")

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from tritonbench_lab.calibrate import SAME_SIZE_COPY, copy_at, traffic_of
 from tritonbench_lab.measurements import DEFAULT, TUNED, series, shape_sizes
 from tritonbench_lab.store import make_folder
 
 
 def kernel_section(frame: pd.DataFrame, kernel: str, dtype: str,
                    ceiling: tuple[str, float] | None, default_config: str | None,
-                   pictures: list[str]) -> str:
+                   pictures: list[str], curve: list[tuple[int, float]] | None = None) -> str:
     lines = series(frame, dtype, default_config)
     tuned = lines[TUNED].set_index("shape")
     others = {label: line.set_index("shape") for label, line in lines.items() if label != TUNED}
@@ -25,6 +26,8 @@ def kernel_section(frame: pd.DataFrame, kernel: str, dtype: str,
         header += [label, f"tuned / {label}"]
     if ceiling:
         header.append(f"% of {ceiling[0]}")
+    if curve:
+        header.append(f"% of {SAME_SIZE_COPY}")
     out = [f"### {kernel}, {dtype}", ""]
     out += [f"![{kernel} {dtype}]({p})" for p in pictures] + [""]
     out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -39,6 +42,9 @@ def kernel_section(frame: pd.DataFrame, kernel: str, dtype: str,
                 cells += ["-", "-"]
         if ceiling:
             cells.append(f"{100 * value / ceiling[1]:.0f}%")
+        if curve:
+            traffic = traffic_of(value, tuned.loc[shape, "p50_ms"], metric)
+            cells.append(f"{100 * value / copy_at(traffic, curve):.0f}%")
         out.append("| " + " | ".join(cells) + " |")
     note = (f"`{DEFAULT}` is the config one writes without tuning: `{default_config}`."
             if default_config else "")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,15 +117,24 @@ def config_text(config: Mapping[str, int]) -> str:
 _SHORT_NAMES = {"num_warps": "w", "num_stages": "s"}
 
 
+def _short(name: str) -> str:
+    if name in _SHORT_NAMES:
+        return _SHORT_NAMES[name]
+    head, _, tail = name.partition("_")
+    return head[0] + tail if tail else name  # BLOCK_M -> BM, GROUP_M -> GM, ROWS -> ROWS
+
+
 def config_short(config: Mapping[str, int]) -> str:
     """Compact form for tables: 'BM=128 BN=256 BK=64 GM=8 w=8 s=3'."""
-    def short(name: str) -> str:
-        if name in _SHORT_NAMES:
-            return _SHORT_NAMES[name]
-        head, _, tail = name.partition("_")
-        return head[0] + tail if tail else name  # BLOCK_M -> BM, GROUP_M -> GM, ROWS -> ROWS
+    return " ".join(f"{_short(k)}={v}" for k, v in config.items())
 
-    return " ".join(f"{short(k)}={v}" for k, v in config.items())
+
+def config_legend(configs: Iterable[Mapping[str, int]]) -> str:
+    """'config keys: w = num_warps, PSM = PER_SM' for the names config_short shortened in
+    these configs ('' when none was)."""
+    names = dict.fromkeys(name for config in configs for name in config)
+    pairs = [f"{_short(n)} = {n}" for n in names if _short(n) != n]
+    return "config keys: " + ", ".join(pairs) if pairs else ""
 
 
 def next_power_of_2(n: int) -> int:

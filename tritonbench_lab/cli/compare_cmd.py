@@ -34,6 +34,8 @@ def compare(
     from tritonbench_lab.compare import compare as run_compare
     from tritonbench_lab.compare import draw
     from tritonbench_lab.measurements import gpu_folder
+    from tritonbench_lab.records import parse_config_text
+    from tritonbench_lab.space import config_legend
 
     if len(targets) < 2:
         raise TlabError("compare needs at least two results folders or GPU slugs")
@@ -54,8 +56,9 @@ def compare(
         if uncalibrated:
             console.print(f"No ceilings for {', '.join(uncalibrated)}: run `tlab calibrate` "
                           "on that GPU for % of ceiling.")
-        console.print("config keys: BM/BN/BK = BLOCK_M/N/K, GM = GROUP_M, w = num_warps, "
-                      "s = num_stages")
+        legend = config_legend(parse_config_text(c) for c in comparison.frame["winner_config"])
+        if legend:
+            console.print(legend)
         png, svg = draw(comparison, out)
         console.print(f"picture: {png}  (and {svg.name})\n", soft_wrap=True, markup=False)
 

@@ -57,10 +57,14 @@ def _targets(gpu, kernel, dtype, root):
     return targets
 
 
-def _ceiling(folder: Path, metric: str, dtype: str):
-    from tritonbench_lab.calibrate import ceiling_for, load_ceilings
+def _ceilings(folder: Path, metric: str, dtype: str):
+    """(peak ceiling or None, copy curve or None) of the GPU whose results are in folder."""
+    from tritonbench_lab.calibrate import ceiling_for, copy_curve, load_ceilings
+    from tritonbench_lab.records import GBPS
 
-    return ceiling_for(metric, dtype, load_ceilings(folder / "ceilings.csv"))
+    ceilings = load_ceilings(folder / "ceilings.csv")
+    curve = copy_curve(ceilings) if metric == GBPS else []
+    return ceiling_for(metric, dtype, ceilings), curve or None
 
 
 def plot(gpu: Gpu = None, kernel: Kernel = None, dtype: Dtype = None,
@@ -72,9 +76,9 @@ def plot(gpu: Gpu = None, kernel: Kernel = None, dtype: Dtype = None,
     console = Console()
     for folder, slug, name, d, frame in _targets(gpu, kernel, dtype, root):
         default = default_config_text(name)
-        ceiling = _ceiling(folder, frame["metric"].iloc[0], d)
+        ceiling, curve = _ceilings(folder, frame["metric"].iloc[0], d)
         stem = Path(out) / slug / f"{name}-{d}"
-        written = plot_throughput(frame, name, d, ceiling, default, stem)
+        written = plot_throughput(frame, name, d, ceiling, default, stem, curve)
         written += plot_landscape(frame, name, d, default, stem.with_name(stem.name + "-landscape"))
         for path in written:
             console.print(f"wrote {path}")
@@ -92,8 +96,9 @@ def report(gpu: Gpu = None, out: Out = Path("plots"), root: Root = Path(".")) ->
         sections = []
         for folder, name, d, frame in items:
             pictures = [f"{name}-{d}.png", f"{name}-{d}-landscape.png"]
-            sections.append(kernel_section(frame, name, d, _ceiling(folder, frame["metric"].iloc[0], d),
-                                           default_config_text(name), pictures))
+            ceiling, curve = _ceilings(folder, frame["metric"].iloc[0], d)
+            sections.append(kernel_section(frame, name, d, ceiling, default_config_text(name),
+                                           pictures, curve))
         gpu_name = items[0][3]["gpu"].iloc[0]
         path = write_report(Path(out) / slug / "REPORT.md", gpu_name, sections,
                             f"`results/{slug}/`")

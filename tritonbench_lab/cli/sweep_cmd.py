@@ -193,9 +193,9 @@ def _run_with_progress(request, console):
 
 
 def print_summary(result, request, console: Console) -> None:
-    from tritonbench_lab.calibrate import ceiling_for, ceilings_path, load_ceilings
+    from tritonbench_lab.calibrate import ceiling_for, ceilings_path, load_ceilings, traffic_of
     from tritonbench_lab.records import OK, TRITON, parse_config_text
-    from tritonbench_lab.space import config_short
+    from tritonbench_lab.space import config_legend, config_short
     from tritonbench_lab.spec import dtype_name
 
     ceilings = load_ceilings(ceilings_path(request.root, request.fingerprint.gpu_slug))
@@ -222,7 +222,9 @@ def print_summary(result, request, console: Console) -> None:
         for b in baselines:
             row = latest.get((w["dtype"], w["shape"], b))
             cells.append(f"{row.throughput:.4g}" if row else "-")
-        ceiling = ceiling_for(metric, w["dtype"], ceilings)
+        # GB/s kernels: against a copy of the same bytes where the copy curve is calibrated.
+        ceiling = ceiling_for(metric, w["dtype"], ceilings,
+                              traffic_of(value, float(w["p50_ms"]), metric))
         row = [w["dtype"], w["shape"], config_short(parse_config_text(w["config"])),
                f"{value:.4g}", *cells,
                f"{float(w['speedup']):.2f}x {w['best_baseline']}" if w["speedup"] else "-"]
@@ -230,8 +232,9 @@ def print_summary(result, request, console: Console) -> None:
             row.append(f"{100 * value / ceiling[1]:.0f}% {ceiling[0]}" if ceiling else "-")
         table.add_row(*row)
     console.print(table)
-    console.print("config keys: BM/BN/BK = BLOCK_M/N/K, GM = GROUP_M, w = num_warps, "
-                  "s = num_stages")
+    legend = config_legend(parse_config_text(w["config"]) for w in result.winners)
+    if legend:
+        console.print(legend)
     if not ceilings:
         console.print("No ceilings for this GPU yet: run `tlab calibrate` for % of ceiling.")
     console.print(f"rows: {result.results_file}   winners: {result.configs_file} "
