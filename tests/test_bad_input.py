@@ -118,6 +118,11 @@ CASES = [
          ["space.json' is not valid JSON"], _space("ROWS: [1, 2]\n")),
     case("space-empty-list", [*SWEEP, "--space", "{tmp}/space.json"],
          ["ROWS must be a non-empty list of positive integers"], _space('{"ROWS": []}')),
+    case("space-zero-where-the-kernel-has-none", [*SWEEP, "--space", "{tmp}/space.json"],
+         ["ROWS must be a non-empty list of positive integers"], _space('{"ROWS": [0, 1]}')),
+    case("space-negative-per-sm", ["sweep", "softmax", "--interpret", "--out", "{tmp}",
+                                   "--space", "{tmp}/space.json"],
+         ["PER_SM must be a non-empty list of integers >= 0"], _space('{"PER_SM": [-1]}')),
     # results files and --out
     case("results-csv-of-another-tool", [*SWEEP, "--dtype", "fp32", "--sizes", "37x129"],
          ["softmax.csv' is not a tlab results file", "results/SCHEMA.md"], _foreign_results),

@@ -6,6 +6,7 @@ from kernel_cases import configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.softmax import MAX_COLS, SPEC, softmax
+from tritonbench_lab.space import HOPPER, config_short
 from tritonbench_lab.spec import Shape
 from tritonbench_lab.verify import check
 
@@ -46,6 +47,34 @@ def test_softmax_strided_input_and_output(dtype, device):
         softmax(x, config, out=out)
         verdict = check((out,), reference, SPEC.tolerance[dtype])
         assert verdict.ok, f"{config}: {verdict.detail}"
+
+
+@pytest.mark.parametrize("rows_cols", [(1, 781), (7, 3), (29, 1000), (5, 4097)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_softmax_persistent_programs_cover_every_row(rows_cols, device):
+    # In the interpreter the grid is 3 programs per "SM" count of 3, so each program walks
+    # several tiles, prefetching the next; ragged last tiles and fewer rows than programs too.
+    shape = Shape.of(rows=rows_cols[0], cols=rows_cols[1])
+    for dtype in (torch.float32, torch.bfloat16):
+        inputs = SPEC.make_inputs(shape, dtype, device, seed=11)
+        for rows, per_sm in ((1, 1), (2, 2), (4, 1)):
+            config = {"ROWS": rows, "num_warps": 1, "PER_SM": per_sm}
+            verdict = run_and_check(SPEC, inputs, config, dtype)
+            assert verdict.ok, f"{shape} {config}: {verdict.detail}"
+
+
+def test_softmax_space_prunes_persistent_configs_that_cannot_be_resident():
+    sizes, bf16 = {"rows": 8192, "cols": 32768}, 2
+    kept, pruned = SPEC.space.prune(sizes, bf16, HOPPER)
+    reasons = {config_short(c): why for c, why in pruned}
+    # 32768 bf16 columns on 128 threads: 256 fp32 + 256 bf16 values per thread.
+    assert "registers" in reasons[config_short({"ROWS": 1, "num_warps": 4, "PER_SM": 1})]
+    # Two resident programs of 1024 threads leave 32 registers per thread; 48 are needed.
+    assert "leave 32" in reasons[config_short({"ROWS": 1, "num_warps": 32, "PER_SM": 2})]
+    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 1} in kept
+    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 0} in kept
+    few_rows = SPEC.space.prune({"rows": 3, "cols": 64}, bf16, HOPPER)[1]
+    assert any("2 programs of 2 rows would idle" in why for _, why in few_rows)
 
 
 def test_softmax_is_stable_for_huge_logits(device):

@@ -51,11 +51,13 @@ def load_space(spec, text: str):
         if name not in params:
             raise TlabError(f"--space file {text!r}: unknown parameter {name!r} "
                             f"(known: {', '.join(params)})")
+        # 0 is a value only where the kernel's own space has it (PER_SM=0: not persistent).
+        lowest = 0 if 0 in params[name] else 1
         ok = isinstance(values, list) and values and all(
-            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)
+            isinstance(v, int) and not isinstance(v, bool) and v >= lowest for v in values)
         if not ok:
-            raise TlabError(f"--space file {text!r}: {name} must be a non-empty list of "
-                            "positive integers")
+            kind = "integers >= 0" if lowest == 0 else "positive integers"
+            raise TlabError(f"--space file {text!r}: {name} must be a non-empty list of {kind}")
         params[name] = tuple(values)
     # Keep the kernel's own default config when the narrowed space still holds it.
     default = dict(spec.space.default)
