@@ -96,6 +96,20 @@ def test_stale_rows_are_warnings_not_errors(root):
     assert f"tuned under triton {stale}" in result.stderr
 
 
+def test_kernel_and_dtype_filters_pick_the_files_and_rows_checked(root):
+    result = tlab("check", "--root", str(root), "--interpret", "--kernel", "matmul",
+                  "--dtype", "fp16")
+    assert result.returncode == 0, result.stderr
+    fp16_rows = [line for line in (root / "configs" / "nvidia-h200" / "matmul.csv")
+                 .read_text().splitlines() if ",fp16," in line]
+    assert fp16_rows
+    assert f"checked 1 file(s), {len(fp16_rows)} valid row(s)" in result.stdout
+    missing = tlab("check", "--root", str(root), "--interpret", "--kernel", "layernorm")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().endswith("for kernel(s) layernorm")
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+
 def test_export_autotune_module_imports_and_holds_triton_configs(tmp_path):
     result = tlab("export", "matmul", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
@@ -122,7 +136,7 @@ def test_export_json_is_keyed_by_dtype_and_shape(tmp_path):
     assert result.returncode == 0, result.stderr
     table = json.loads((tmp_path / "softmax-nvidia-h200.json").read_text())
     assert set(table) == {"fp32", "bf16"}
-    assert set(table["fp32"]["8192x4096"]) == {"ROWS", "num_warps"}
+    assert set(table["fp32"]["8192x4096"]) == {"ROWS", "num_warps", "PER_SM"}
 
 
 def test_export_of_an_untuned_kernel_is_a_one_line_error(tmp_path):

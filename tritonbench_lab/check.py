@@ -36,10 +36,14 @@ class Problem:
         return f"{self.path}:{self.row}: {self.severity}: {self.reason}"
 
 
-def config_files(config_root: Path) -> list[Path]:
+def config_files(config_root: Path, kernels: list[str] | None = None) -> list[Path]:
+    """configs/<gpu>/<kernel>.csv, every kernel's or only those of `kernels`."""
     files = sorted(Path(config_root).glob("*/*.csv"))
+    if kernels:
+        files = [f for f in files if f.stem in kernels]
     if not files:
-        raise TlabError(f"no config files under {str(config_root)!r}")
+        which = f" for kernel(s) {', '.join(kernels)}" if kernels else ""
+        raise TlabError(f"no config files under {str(config_root)!r}{which}")
     return files
 
 

@@ -24,6 +24,10 @@ def check(
     regret: Annotated[bool, typer.Option(
         "--regret", help="Also tune held-out shapes between the tuned ones (on this GPU) and "
         "report how much the nearest-shape rule of lookup() loses there.")] = False,
+    kernel: Annotated[list[str] | None, typer.Option(
+        "--kernel", help="Only the config files of this kernel (repeatable).")] = None,
+    dtype: Annotated[list[str] | None, typer.Option(
+        "--dtype", help="Only the rows of this dtype, e.g. bf16 (repeatable).")] = None,
     interpret: Interpret = None,
     kernel_module: KernelModules = None,
 ) -> None:
@@ -39,9 +43,11 @@ def check(
     device = "cpu" if backend == INTERPRETER else "cuda"
     out, err = Console(), Console(stderr=True)
     problems, checked_rows = [], 0
-    files = config_files(Path(root) / "configs")
+    files = config_files(Path(root) / "configs", kernel)
     for path in files:
         found, rows = check_rows(path, fp.triton)
+        if dtype:
+            rows = [r for r in rows if r["dtype"] in dtype]
         checked_rows += len(rows)
         problems += found
         problems += run_configs(path, rows, device)
