@@ -21,7 +21,7 @@ test: setup
 	$(BIN)/python -m pytest
 
 lint: setup
-	$(BIN)/ruff check tritonbench_lab tests examples
+	$(BIN)/ruff check tritonbench_lab tests examples scripts
 
 list: setup
 	$(BIN)/tlab list

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The H200 runs behind BENCHMARKS.md, in stages that each fit one 10-minute device call.
-# Usage: scripts/h200_sweeps.sh STAGE OUT   (OUT receives results/, configs/ and logs)
+# Usage: scripts/h200_sweeps.sh OUT STAGE...   (OUT receives results/, configs/ and logs)
 set -u
-stage=$1
-out=$2
+out=$1
+shift
 mkdir -p "$out/logs"
 export PYTHONPATH=${PYTHONPATH:-.} PYTHONUNBUFFERED=1 COLUMNS=160
 tlab() { python3 -m tritonbench_lab "$@"; }
@@ -16,6 +16,7 @@ timed() {  # timed NAME COMMAND...: run, keep the log, record the wall time
     | tee -a "$out/logs/walltime.tsv"
   tail -n 25 "$out/logs/$name.log"
 }
+for stage in "$@"; do
 case $stage in
   matmul-bf16)
     timed calibrate tlab calibrate --out "$out"
@@ -32,6 +33,18 @@ case $stage in
     timed rmsnorm tlab sweep rmsnorm --dtype bf16,fp32 --rep-ms 50 --out "$out"
     timed add_rmsnorm tlab sweep add_rmsnorm --dtype bf16,fp32 --rep-ms 50 --out "$out"
     ;;
+  calibrate)
+    # On top of the committed calibration.
+    mkdir -p "$out/results/nvidia-h200" && cp results/nvidia-h200/ceilings.csv "$out/results/nvidia-h200/"
+    timed calibrate tlab calibrate --out "$out"
+    ;;
+  softmax)
+    mkdir -p "$out/results/nvidia-h200"
+    [ -f "$out/results/nvidia-h200/ceilings.csv" ] || cp results/nvidia-h200/ceilings.csv "$out/results/nvidia-h200/"
+    timed softmax tlab sweep softmax --dtype fp32,bf16 --rep-ms 50 --out "$out"
+    # What `check` below must pass on: this sweep's winners, as they will be committed.
+    cp "$out/configs/nvidia-h200/softmax.csv" configs/nvidia-h200/softmax.csv
+    ;;
   matmul-fp16)
     timed matmul-fp16 tlab sweep matmul --dtype fp16 --sizes 512-8192 --rep-ms 50 --out "$out"
     ;;
@@ -42,9 +55,12 @@ case $stage in
     cut -d, -f4-10 "$out/planted/results/nvidia-h200/planted_all.csv"
     ;;
   check)
-    # The CI gate with the GPU: committed winners timed again; then a copy in which one
-    # recorded time is halved must fail.
-    timed check tlab check --regret
+    # The CI gate with the GPU: every committed winner timed again. Then the regret of the
+    # nearest-shape rule for matmul bf16 (held-out shapes tuned into results/<gpu>/regret/).
+    # Then a copy in which one recorded matmul time is halved must fail.
+    timed check tlab check
+    timed regret tlab check --no-timing --regret --kernel matmul --dtype bf16
+    mkdir -p "$out/results/nvidia-h200" && cp -r results/nvidia-h200/regret "$out/results/nvidia-h200/"
     slowed=$(mktemp -d) && cp -r configs "$slowed/"
     python3 - "$slowed/configs/nvidia-h200/matmul.csv" <<'PY'
 import csv, sys
@@ -56,11 +72,22 @@ with open(path, "w", newline="") as f:
     w.writeheader()
     w.writerows(rows)
 PY
-    timed check-slowed tlab check --root "$slowed"
+    timed check-slowed tlab check --root "$slowed" --kernel matmul
     ;;
   tests)
     timed pytest python3 -m pytest -q -p no:cacheprovider
     ;;
+  gpu-tests)
+    timed pytest-gpu timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu
+    ;;
+  probe)
+    timed probe timeout 240 python3 scripts/probe_rows.py
+    cat "$out/logs/probe.log"
+    ;;
+  *)
+    echo "unknown stage $stage" >&2
+    ;;
 esac
+done
 # The device tool brings back few files per call: pack everything into one archive.
 tar -C "$out" -czf "$out/../bundle.tgz" . && rm -rf "$out"/* && mv "$out/../bundle.tgz" "$out/"
