@@ -84,6 +84,10 @@ PY
     timed probe timeout 240 python3 scripts/probe_rows.py
     cat "$out/logs/probe.log"
     ;;
+  probe-wide)
+    timed probe-wide timeout 240 python3 scripts/probe_rows.py wide
+    cat "$out/logs/probe-wide.log"
+    ;;
   *)
     echo "unknown stage $stage" >&2
     ;;

@@ -8,7 +8,10 @@ Questions:
 3. For wide rows: a persistent two-pass kernel over chunks (online max/sum, then a second
    read that should hit L2 when few rows are in flight) vs the one-pass register kernel.
 
-Usage: python3 scripts/probe_rows.py > probe.txt   (CUDA only)
+4. (Not run yet) `wide`: 65,536-wide bf16 rows kept packed in the input dtype, with the
+   exponentials computed twice, against the one-pass kernel.
+
+Usage: python3 scripts/probe_rows.py [copy softmax rmsnorm wide] > probe.txt   (CUDA only)
 """
 # The timed lambdas capture the current loop's tensors on purpose: each is timed before the
 # loop moves on (and before the tensors are freed).
@@ -95,6 +98,25 @@ def softmax_chunked_kernel(x_ptr, y_ptr, n_rows, n_cols, sxm, sym, CHUNK: tl.con
             x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
             tl.store(y_row + cols, (tl.exp(x - row_max) * inv).to(y_ptr.dtype.element_ty),
                      mask=mask)
+
+
+@triton.jit
+def softmax_recompute_kernel(x_ptr, y_ptr, n_cols, sxm, sym, BLOCK_COLS: tl.constexpr):
+    # The row stays in its input dtype (half the registers of fp32 for bf16); the exponentials
+    # are computed twice instead of being kept. Aimed at 65,536-wide bf16 rows, which spill.
+    cols = tl.arange(0, BLOCK_COLS)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + tl.program_id(0) * sxm + cols, mask=mask, other=-float("inf"))
+    row_max = tl.max(x, axis=0).to(tl.float32)
+    inv = 1.0 / tl.sum(tl.exp(x.to(tl.float32) - row_max), axis=0)
+    y = tl.exp(x.to(tl.float32) - row_max) * inv
+    tl.store(y_ptr + tl.program_id(0) * sym + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def run_recompute(x, y, warps):
+    n_rows, n_cols = x.shape
+    softmax_recompute_kernel[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0),
+                                        BLOCK_COLS=triton.next_power_of_2(n_cols), num_warps=warps)
 
 
 SMS = 132  # set in main
@@ -196,6 +218,27 @@ def softmax_shapes():
         del x, y, ref
 
 
+def wide_rows():
+    """65,536-wide bf16 rows: the committed winner's config against the recompute kernel."""
+    line("# wide: dtype, shape, variant, config, GB/s zero-flush, max err")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for dtype in (torch.bfloat16, torch.float16):
+        x = (2 * torch.randn((8192, 65536), generator=gen, device="cuda")).to(dtype)
+        y = torch.empty_like(x)
+        ref = torch.softmax(x.float(), dim=-1)
+        nbytes = 2 * x.numel() * x.element_size()
+        variants = [("one-pass", w, lambda w=w: softmax_mod.softmax(
+            x, {"ROWS": 1, "num_warps": w, "PER_SM": 0}, out=y)) for w in (16, 32)]
+        variants += [("recompute", w, lambda w=w: run_recompute(x, y, w)) for w in (8, 16, 32)]
+        for variant, w, fn in variants:
+            fn()
+            torch.cuda.synchronize()
+            err = (y.float() - ref).abs().max().item()
+            line("wide", str(dtype)[6:], "8192x65536", variant, f"w={w}",
+                 round(gbps(nbytes, bench_zero_flush(fn))), f"{err:.2e}")
+        del x, y, ref
+
+
 def rmsnorm_shapes():
     line("# rmsnorm: kernel, dtype, shape, config, GB/s zero-flush, GB/s read-flush")
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -225,4 +268,5 @@ if __name__ == "__main__":
     SMS = torch.cuda.get_device_properties(0).multi_processor_count
     line("#", torch.cuda.get_device_name(), torch.__version__, triton.__version__, SMS, "SMs")
     for part in sys.argv[1:] or ("copy", "softmax", "rmsnorm"):
-        {"copy": copy_curve, "softmax": softmax_shapes, "rmsnorm": rmsnorm_shapes}[part]()
+        {"copy": copy_curve, "softmax": softmax_shapes, "rmsnorm": rmsnorm_shapes,
+         "wide": wide_rows}[part]()
