@@ -11,18 +11,16 @@ Reads configs/<gpu>/*.csv and results/<gpu>/ceilings.csv only: no GPU needed.
 
 from __future__ import annotations
 
-import csv
 import sys
-from pathlib import Path
 
 from tritonbench_lab.calibrate import ceilings_path, copy_at, copy_curve, load_ceilings, traffic_of
+from tritonbench_lab.tuned import configs_path, load_winners
 
 MATMUL_TARGET, COPY_TARGET, MIN_TRAFFIC = 0.90, 0.85, 64e6
 
 
 def winners(gpu: str, kernel: str) -> list[dict[str, str]]:
-    path = Path("configs") / gpu / f"{kernel}.csv"
-    return list(csv.DictReader(path.open())) if path.exists() else []
+    return load_winners(configs_path(".", gpu, kernel))
 
 
 def main(gpu: str) -> int:

@@ -171,6 +171,10 @@ CASES = [
          ["no winners for 'nope' under '{tmp}/configs'", "run `tlab sweep` first"]),
     case("check-without-configs", ["check", "--root", "{tmp}"],
          ["no config files under '{tmp}/configs'"]),
+    case("check-unknown-dtype", ["check", "--root", str(REPO), "--dtype", "bf17"],
+         ["unknown dtype 'bf17'", "accepted are fp32, fp16, bf16"]),
+    case("check-kernel-without-configs", ["check", "--root", str(REPO), "--kernel", "layernorm"],
+         ["no config files under", "for kernel(s) layernorm"]),
 ]
 
 

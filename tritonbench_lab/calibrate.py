@@ -5,7 +5,7 @@
 - copy_<N>MiB: the same copy moving N MiB in all (16 MiB .. 2 GiB): the copy curve. A short
   copy does not reach the peak: launch, ramp-up and tail are a larger share of it, and
   do_bench's L2 flush (writing 256 MB of zeros) leaves dirty lines that a short kernel pays
-  to write back (H200: 0.74 of the peak at 64 MiB, 0.84 at 128 MiB). A memory-bound kernel
+  to write back (H200: 0.76 of the peak at 64 MiB, 0.86 at 128 MiB). A memory-bound kernel
   at a shape is therefore also judged against a copy of the same number of bytes, measured
   the same way: `ceiling_for(..., traffic=bytes)`.
 - matmul_<dtype>: torch.matmul (the vendor library) on square operands (TFLOP/s). The
@@ -52,22 +52,18 @@ def measure(fingerprint, bench, dtypes) -> list[dict[str, str]]:
               "timing": bench.method(False)}
     rows = []
     gen = torch.Generator(device="cuda").manual_seed(0)
-    buffers = [torch.rand(COPY_BYTES // 4, generator=gen, device="cuda")]
-    buffers.append(torch.empty_like(buffers[0]))
-    p20, p50, p80 = time_call(lambda: buffers[1].copy_(buffers[0]), bench, False)
-    rows.append({"name": "copy", "metric": GBPS, "value": repr(2 * COPY_BYTES / (p50 * 1e-3) / 1e9),
-                 "p20_ms": repr(p20), "p50_ms": repr(p50), "p80_ms": repr(p80),
-                 "size": f"{COPY_BYTES} bytes", **common})
-    buffers.clear()
-    for mib in COPY_CURVE_MIB:
-        src = torch.rand(mib * 2**20 // 8, generator=gen, device="cuda")  # half of it read
+
+    def copy_row(name: str, source_bytes: int) -> dict[str, str]:
+        """Time copying a buffer of source_bytes (read once, written once: twice the bytes)."""
+        src = torch.rand(source_bytes // 4, generator=gen, device="cuda")
         dst = torch.empty_like(src)
-        p20, p50, p80 = time_call(lambda src=src, dst=dst: dst.copy_(src), bench, False)
-        rows.append({"name": f"copy_{mib}MiB", "metric": GBPS,
-                     "value": repr(mib * 2**20 / (p50 * 1e-3) / 1e9),
-                     "p20_ms": repr(p20), "p50_ms": repr(p50), "p80_ms": repr(p80),
-                     "size": f"{mib * 2**20 // 2} bytes", **common})
-        del src, dst
+        p20, p50, p80 = time_call(lambda: dst.copy_(src), bench, False)
+        return {"name": name, "metric": GBPS, "value": repr(2 * source_bytes / (p50 * 1e-3) / 1e9),
+                "p20_ms": repr(p20), "p50_ms": repr(p50), "p80_ms": repr(p80),
+                "size": f"{source_bytes} bytes", **common}
+
+    rows.append(copy_row("copy", COPY_BYTES))
+    rows += [copy_row(f"copy_{mib}MiB", mib * 2**20 // 2) for mib in COPY_CURVE_MIB]
     n = MATMUL_SIZE
     for dtype in dtypes:
         a = torch.randn((n, n), generator=gen, device="cuda").to(dtype)

@@ -1,4 +1,5 @@
-"""`tlab calibrate`: measure this GPU's ceilings (copy bandwidth, torch.matmul per dtype)."""
+"""`tlab calibrate`: measure this GPU's ceilings (copy bandwidth and its curve over sizes,
+torch.matmul per dtype)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ def calibrate(
     rep_ms: Annotated[int, typer.Option(
         "--rep-ms", min=1, help="do_bench's timing budget per measurement, in ms.")] = 200,
 ) -> None:
-    """Measure the copy bandwidth and torch.matmul TFLOP/s of this GPU; store them per GPU."""
+    """Measure the copy bandwidth of this GPU (a 4 GiB copy, and copies of 16 MiB to 2 GiB
+    that GB/s kernels are judged against at their own size) and torch.matmul TFLOP/s per
+    dtype; store them per GPU."""
     from tritonbench_lab.env import choose_backend, cuda_available, fingerprint
 
     if not cuda_available():

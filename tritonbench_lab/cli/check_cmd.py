@@ -25,9 +25,11 @@ def check(
         "--regret", help="Also tune held-out shapes between the tuned ones (on this GPU) and "
         "report how much the nearest-shape rule of lookup() loses there.")] = False,
     kernel: Annotated[list[str] | None, typer.Option(
-        "--kernel", help="Only the config files of this kernel (repeatable).")] = None,
+        "--kernel", help="Check only the config files of this kernel; repeat the option "
+        "for several.")] = None,
     dtype: Annotated[list[str] | None, typer.Option(
-        "--dtype", help="Only the rows of this dtype, e.g. bf16 (repeatable).")] = None,
+        "--dtype", help="Check only the rows of this dtype (fp32, fp16 or bf16); repeat the "
+        "option for several.")] = None,
     interpret: Interpret = None,
     kernel_module: KernelModules = None,
 ) -> None:
@@ -38,7 +40,10 @@ def check(
     backend = choose_backend(interpret)
     load_modules(kernel_module)
     from tritonbench_lab.check import ERROR, check_rows, config_files, retime, run_configs
+    from tritonbench_lab.spec import dtype_name, parse_dtype
 
+    # Refuse a misspelt dtype (one line, exit 2) instead of checking nothing and passing.
+    dtype = [dtype_name(parse_dtype(d)) for d in dtype] if dtype else None
     fp = fingerprint(backend)
     device = "cpu" if backend == INTERPRETER else "cuda"
     out, err = Console(), Console(stderr=True)
