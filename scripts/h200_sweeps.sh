@@ -41,9 +41,19 @@ case $stage in
   softmax)
     mkdir -p "$out/results/nvidia-h200"
     [ -f "$out/results/nvidia-h200/ceilings.csv" ] || cp results/nvidia-h200/ceilings.csv "$out/results/nvidia-h200/"
+    # Append to the committed rows, so what comes back is the whole history (rows of an
+    # older kernel source never win: winners come from the newest tlab version's rows).
+    cp results/nvidia-h200/softmax.csv "$out/results/nvidia-h200/"
     timed softmax tlab sweep softmax --dtype fp32,bf16 --rep-ms 50 --out "$out"
     # What `check` below must pass on: this sweep's winners, as they will be committed.
     cp "$out/configs/nvidia-h200/softmax.csv" configs/nvidia-h200/softmax.csv
+    ;;
+  softmax-tests)
+    # The softmax tests on the GPU (split rows' programs really wait for each other here),
+    # the committed-config gate for the new winners, and the speed targets.
+    timed pytest-softmax timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_softmax.py
+    timed check-softmax tlab check --kernel softmax
+    timed targets python3 scripts/targets.py
     ;;
   matmul-fp16)
     timed matmul-fp16 tlab sweep matmul --dtype fp16 --sizes 512-8192 --rep-ms 50 --out "$out"

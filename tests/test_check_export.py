@@ -136,7 +136,8 @@ def test_export_json_is_keyed_by_dtype_and_shape(tmp_path):
     assert result.returncode == 0, result.stderr
     table = json.loads((tmp_path / "softmax-nvidia-h200.json").read_text())
     assert set(table) == {"fp32", "bf16"}
-    assert set(table["fp32"]["8192x4096"]) == {"ROWS", "num_warps", "PER_SM"}
+    assert set(table["fp32"]["8192x4096"]) == {"ROWS", "num_warps", "PER_SM", "SPLIT"}
+    assert table["fp32"]["8192x65536"]["SPLIT"] > 1  # the split kernel won the widest rows
 
 
 def test_export_of_an_untuned_kernel_is_a_one_line_error(tmp_path):

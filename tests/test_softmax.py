@@ -63,16 +63,74 @@ def test_softmax_persistent_programs_cover_every_row(rows_cols, device):
             assert verdict.ok, f"{shape} {config}: {verdict.detail}"
 
 
+@pytest.mark.parametrize("rows_cols_split", [
+    (1, 4097, 2),  # the second piece holds one real column
+    (3, 4097, 4),  # pieces of 2048: the last is all padding
+    (5, 1000, 4),  # ragged last piece
+    (2, 3, 8),  # fewer columns than pieces: pieces of one column, most of them padding
+    (33, 300, 16),
+    (2, MAX_COLS, 16),
+], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_softmax_split_rows_match_torch(rows_cols_split, dtype, device):
+    # Pieces of a row exchange (max, sum) through memory. On the GPU the programs wait for
+    # each other; in the interpreter a first launch publishes every piece.
+    rows, cols, split = rows_cols_split
+    inputs = SPEC.make_inputs(Shape.of(rows=rows, cols=cols), dtype, device, seed=cols)
+    for warps in (1, 4):
+        config = {"ROWS": 1, "num_warps": warps, "PER_SM": 0, "SPLIT": split}
+        verdict = run_and_check(SPEC, inputs, config, dtype)
+        assert verdict.ok, f"{config}: {verdict.detail}"
+
+
+def test_softmax_split_handles_strides_masks_and_huge_logits(device):
+    gen = torch.Generator(device=device).manual_seed(5)
+    wide = 30 * torch.randn((6, 2 * 700 + 9), generator=gen, device=device)
+    x = wide[:, 9::2]  # row stride 1409, column stride 2
+    x[0, :350] = float("-inf")  # a piece entirely masked
+    x[1, 100] = 1e4  # exp(1e4) overflows unless the row's max is subtracted
+    out = torch.empty((6, 900), device=device)[:, 100:800]
+    for split in (2, 4):
+        out.fill_(float("nan"))
+        softmax(x, {"ROWS": 1, "num_warps": 2, "PER_SM": 0, "SPLIT": split}, out=out)
+        verdict = check((out,), (torch.softmax(x.double(), dim=-1),),
+                        SPEC.tolerance[torch.float32])
+        assert verdict.ok, f"SPLIT={split}: {verdict.detail}"
+        assert (out[0, :350] == 0).all()
+
+
+def test_softmax_configs_tuned_before_split_run_one_program_per_row(device):
+    x = torch.randn((4, 100), device=device)
+    y = softmax(x, {"ROWS": 1, "num_warps": 1, "PER_SM": 0})
+    assert check((y,), (torch.softmax(x.double(), dim=-1),), SPEC.tolerance[torch.float32]).ok
+
+
+def test_softmax_space_keeps_split_for_wide_rows_only():
+    fp32 = 4
+    kept, pruned = SPEC.space.prune({"rows": 8192, "cols": 65536}, fp32, HOPPER)
+    reasons = {config_short(c): why for c, why in pruned}
+    assert {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 16} in kept
+    assert "needs ROWS=1 and PER_SM=0" in reasons[config_short(
+        {"ROWS": 2, "num_warps": 4, "PER_SM": 0, "SPLIT": 2})]
+    assert "needs ROWS=1 and PER_SM=0" in reasons[config_short(
+        {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 2})]
+    narrow_kept, narrow_pruned = SPEC.space.prune({"rows": 8192, "cols": 4096}, fp32, HOPPER)
+    assert all(c["SPLIT"] == 1 for c in narrow_kept)
+    assert any("narrower than 4096" in why for _, why in narrow_pruned)
+
+
 def test_softmax_space_prunes_persistent_configs_that_cannot_be_resident():
     sizes, bf16 = {"rows": 8192, "cols": 32768}, 2
     kept, pruned = SPEC.space.prune(sizes, bf16, HOPPER)
     reasons = {config_short(c): why for c, why in pruned}
     # 32768 bf16 columns on 128 threads: 256 fp32 + 256 bf16 values per thread.
-    assert "registers" in reasons[config_short({"ROWS": 1, "num_warps": 4, "PER_SM": 1})]
+    assert "registers" in reasons[config_short(
+        {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 1})]
     # Two resident programs of 1024 threads leave 32 registers per thread; 48 are needed.
-    assert "leave 32" in reasons[config_short({"ROWS": 1, "num_warps": 32, "PER_SM": 2})]
-    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 1} in kept
-    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 0} in kept
+    assert "leave 32" in reasons[config_short(
+        {"ROWS": 1, "num_warps": 32, "PER_SM": 2, "SPLIT": 1})]
+    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 1, "SPLIT": 1} in kept
+    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 0, "SPLIT": 1} in kept
     few_rows = SPEC.space.prune({"rows": 3, "cols": 64}, bf16, HOPPER)[1]
     assert any("2 programs of 2 rows would idle" in why for _, why in few_rows)
 

@@ -24,7 +24,7 @@ PLANTED = ("planted", "--kernel-module", "tests/planted_kernels.py")
 SOFTMAX = ("softmax", "--dtype", "fp32", "--sizes", "37x129")
 # At 37x129 (rows padded to 256 columns): ROWS=1 num_warps=4 runs; num_warps=32 leaves threads
 # idle and ROWS=64 exceeds the 37 rows, so the other three configs are pruned.
-SOFTMAX_SPACE = {"ROWS": [1, 64], "num_warps": [4, 32], "PER_SM": [0]}
+SOFTMAX_SPACE = {"ROWS": [1, 64], "num_warps": [4, 32], "PER_SM": [0], "SPLIT": [1]}
 
 
 def sweep(*args, out: Path) -> subprocess.CompletedProcess:
@@ -76,7 +76,7 @@ def test_sweep_writes_rows_and_winners(softmax_run):
     assert all(r.config == "" and r.status == OK for r in rows if r.provider != TRITON)
     winners = load_winners(configs_path(out, "interpreter", "softmax"))
     assert [(w["dtype"], w["shape"], w["config"]) for w in winners] == [
-        ("fp32", "37x129", "ROWS=1 num_warps=4 PER_SM=0")]
+        ("fp32", "37x129", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1")]
 
 
 def test_pruned_configs_are_skipped_rows_with_their_reason(softmax_run):
@@ -85,13 +85,13 @@ def test_pruned_configs_are_skipped_rows_with_their_reason(softmax_run):
                    if r.provider == TRITON]
     by_config = {r.config: r for r in triton_rows}
     assert sorted(by_config) == sorted(
-        f"ROWS={rows} num_warps={warps} PER_SM=0" for rows in (1, 64) for warps in (4, 32))
-    assert by_config["ROWS=1 num_warps=4 PER_SM=0"].status == OK
-    skipped = [r for r in triton_rows if r.config != "ROWS=1 num_warps=4 PER_SM=0"]
+        f"ROWS={rows} num_warps={warps} PER_SM=0 SPLIT=1" for rows in (1, 64) for warps in (4, 32))
+    assert by_config["ROWS=1 num_warps=4 PER_SM=0 SPLIT=1"].status == OK
+    skipped = [r for r in triton_rows if r.config != "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1"]
     assert all(r.status == SKIPPED for r in skipped)
     assert all(r.error and r.p50_ms is None and r.compile_s is None for r in skipped)
-    assert "idle" in by_config["ROWS=1 num_warps=32 PER_SM=0"].error
-    assert "exceeds the 37 rows" in by_config["ROWS=64 num_warps=4 PER_SM=0"].error
+    assert "idle" in by_config["ROWS=1 num_warps=32 PER_SM=0 SPLIT=1"].error
+    assert "exceeds the 37 rows" in by_config["ROWS=64 num_warps=4 PER_SM=0 SPLIT=1"].error
 
 
 def test_second_identical_run_measures_nothing_new(softmax_run, tmp_path):

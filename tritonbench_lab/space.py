@@ -148,9 +148,10 @@ MAX_ELEMENTS_PER_THREAD = 256
 
 def row_tile_fits(config: Config, sizes: Mapping[str, int], elem_bytes: int,
                   limits: DeviceLimits) -> str | None:
-    """Row kernels hold ROWS whole rows (padded to a power of two) in registers at once."""
+    """Row kernels hold ROWS whole rows (padded to a power of two) in registers at once, or
+    1/SPLIT of one row where SPLIT programs share it."""
     threads = 32 * config["num_warps"]
-    elements = config.get("ROWS", 1) * next_power_of_2(sizes["cols"])
+    elements = config.get("ROWS", 1) * next_power_of_2(sizes["cols"]) // config.get("SPLIT", 1)
     if config["num_warps"] > limits.max_warps:
         return f"num_warps={config['num_warps']} exceeds {limits.max_warps}"
     if elements > MAX_ELEMENTS_PER_THREAD * threads:

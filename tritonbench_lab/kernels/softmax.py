@@ -9,15 +9,27 @@ softmax is bound by memory bandwidth and judged in GB/s.
 
 A program loads ROWS whole rows into registers (one row per program unless rows are narrow),
 so x is read exactly once. The whole row must fit in registers: rows up to 65,536 columns.
-Wider rows need an online (multi-pass) kernel, which tlab does not have yet. PER_SM > 0
-makes the grid persistent (PER_SM programs per SM walk the tiles) and each program loads its
-next tile while it works on the current one: for wide rows one program fills an SM, and
-without this the SM waits idle on every row's loads.
+PER_SM > 0 makes the grid persistent (PER_SM programs per SM walk the tiles) and each program
+loads its next tile while it works on the current one: for wide rows one program fills an
+SM, and without this the SM waits idle on every row's loads.
+
+SPLIT > 1 shares each row among SPLIT programs (`softmax_split_kernel`). A 65,536-wide fp32
+row is 256 KB, a whole SM's register file: one program per row spills. Each piece's program
+instead keeps exp(x - its own max) in registers, publishes (its max, its sum) in one 64-bit
+word, waits until the row's other pieces have published, and rescales. x is still read once.
+The wait relies on the GPU starting a 1-D grid's programs in launch order (the pieces a
+program waits on are running or start next), which NVIDIA GPUs do, though CUDA does not
+promise it; handing out pieces by an atomic ticket guarantees it but ran 10-40% slower on the
+H200 (scripts/probe_wide.py). A hang would be caught by the sweep's timeout. Triton's
+interpreter runs programs one after another, so there every piece publishes in a first
+launch, and the second (the kernel as on the GPU) never waits.
 
 Tried on the H200 and left out (BENCHMARKS.md, row kernels): a two-pass online softmax over
 column chunks (max and sum first, then a second read for the output). At 16,384-65,536
 columns it ran at 2,700-3,400 GB/s against 3,100-4,150 for the one-pass kernel: the rows in
 flight do not fit the L2, so the second read goes to HBM and traffic is three times the row.
+For 65,536-wide rows also (scripts/probe_wide.py): half the row held and half read twice,
+persistent split programs that prefetch, bf16 rows kept packed two to a register.
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ from tritonbench_lab.spec import (
     Shape,
     Tolerance,
     compile_baseline,
+    triton_interpreting,
 )
 
 # Hopper's per-SM register file (also Ampere's): what resident persistent programs share.
@@ -113,7 +126,50 @@ def softmax_kernel(
             x = x_next
 
 
-DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "PER_SM": 0}
+@triton.jit
+def softmax_split_kernel(
+    x_ptr, y_ptr, stats_ptr,  # input, output, n_rows * SPLIT zeroed 64-bit words
+    n_cols,
+    stride_xm, stride_xn,
+    stride_ym, stride_yn,
+    PIECE: tl.constexpr,  # columns per piece: BLOCK_COLS / SPLIT
+    SPLIT: tl.constexpr,  # programs per row
+    PUBLISH_ONLY: tl.constexpr,  # interpreter's first launch: publish and stop
+):
+    piece = tl.program_id(0)
+    row = piece // SPLIT
+    cols = (piece % SPLIT) * PIECE + tl.arange(0, PIECE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_xm + cols * stride_xn, mask=mask, other=-float("inf"))
+    x = x.to(tl.float32)
+    piece_max = tl.max(x, axis=0)
+    # A piece wholly past the row's end (or all -inf) has max -inf: subtracting 0 instead
+    # keeps its exponentials at exp(-inf) = 0 rather than NaN.
+    numerator = tl.exp(x - tl.where(piece_max == -float("inf"), 0.0, piece_max))
+    piece_sum = tl.sum(numerator, axis=0)
+    # (max, sum) in one 64-bit word, so a single store publishes both and a reader never sees
+    # half of it. Never 0: a real piece's sum is >= 1, an empty piece's max is -inf.
+    word = (piece_max.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (
+        piece_sum.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
+    tl.atomic_xchg(stats_ptr + piece, word)
+    if not PUBLISH_ONLY:
+        slots = stats_ptr + row * SPLIT + tl.arange(0, SPLIT)
+        words = tl.load(slots, volatile=True)
+        while tl.sum((words == 0).to(tl.int32), axis=0) > 0:  # a piece has not published
+            words = tl.load(slots, volatile=True)
+        maxes = (words >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+        sums = words.to(tl.int32).to(tl.float32, bitcast=True)
+        row_max = tl.max(maxes, axis=0)
+        row_sum = tl.sum(sums * tl.exp(maxes - row_max), axis=0)
+        # One exponential per element: the kept numerators are rescaled from the piece's max
+        # to the row's (exp computed twice per element ran 2-10% slower on the H200).
+        scale = tl.where(piece_max == -float("inf"), 0.0,
+                         tl.exp(piece_max - row_max) / row_sum)
+        tl.store(y_ptr + row * stride_ym + cols * stride_yn,
+                 (numerator * scale).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1}
 
 
 @functools.cache
@@ -136,12 +192,27 @@ def softmax(x: torch.Tensor, config: Config | None = None,
         out = torch.empty_like(x)
     meta, options = split_config(config)
     n_rows, n_cols = x.shape
+    block_cols = next_power_of_2(n_cols)
+    split = meta.pop("SPLIT", 1)  # configs tuned before SPLIT existed mean one program per row
+    if split > 1:
+        # Zeroed on every call (a memset of 8 bytes per piece, timed with the kernel): a
+        # zero word is how a piece tells that a partner has not published yet.
+        stats = torch.zeros(n_rows * split, dtype=torch.int64, device=x.device)
+        piece = max(block_cols // split, 1)  # (narrower rows than SPLIT: padding pieces)
+        args = (x, out, stats, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1))
+        grid = (n_rows * split,)
+        if triton_interpreting():  # programs run one at a time there: publish all first
+            softmax_split_kernel[grid](*args, PIECE=piece, SPLIT=split, PUBLISH_ONLY=True,
+                                       **options)
+        softmax_split_kernel[grid](*args, PIECE=piece, SPLIT=split, PUBLISH_ONLY=False,
+                                   **options)
+        return out
     tiles = triton.cdiv(n_rows, meta["ROWS"])
     per_sm = meta.get("PER_SM", 0)
     grid = (min(tiles, per_sm * _sm_count(str(x.device))) if per_sm else tiles,)
     softmax_kernel[grid](
         x, out, n_rows, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1),
-        BLOCK_COLS=next_power_of_2(n_cols), **meta, **options,
+        BLOCK_COLS=block_cols, **meta, **options,
     )
     return out
 
@@ -180,9 +251,29 @@ def persistent_fits(config: Config, sizes, elem_bytes: int, limits) -> str | Non
     return None
 
 
+# Pieces narrower than this are left out of the space: they spend more time waiting on
+# their partners than a whole row costs a single program (the H200's fastest 65,536-wide
+# splits had pieces of 4,096-8,192 columns; scripts/probe_wide.py).
+MIN_PIECE_COLS = 4096
+
+
+def split_fits(config: Config, sizes, elem_bytes: int, limits) -> str | None:
+    """SPLIT programs share one row: one row per program, one program per piece."""
+    split = config["SPLIT"]
+    if split == 1:
+        return None
+    if config["ROWS"] > 1 or config["PER_SM"] > 0:
+        return f"SPLIT={split} shares one row among programs: it needs ROWS=1 and PER_SM=0"
+    piece = next_power_of_2(sizes["cols"]) // split
+    if piece < MIN_PIECE_COLS:
+        return f"pieces of {piece} columns are narrower than {MIN_PIECE_COLS}"
+    return None
+
+
 SPACE = Space(
-    params={"ROWS": (1, 2, 4, 8), "num_warps": (1, 2, 4, 8, 16, 32), "PER_SM": (0, 1, 2)},
-    constraints=(row_tile_fits, rows_not_exceeding, persistent_fits),
+    params={"ROWS": (1, 2, 4, 8), "num_warps": (1, 2, 4, 8, 16, 32), "PER_SM": (0, 1, 2),
+            "SPLIT": (1, 2, 4, 8, 16)},
+    constraints=(split_fits, row_tile_fits, rows_not_exceeding, persistent_fits),
     default=DEFAULT_CONFIG,
 )
 
