@@ -1,17 +1,22 @@
-"""One-off H200 experiment: 65,536-wide softmax rows, the two shapes issue #3 still misses.
+"""One-off H200 experiment behind softmax's SPLIT: 65,536-wide rows (issue #3; results in
+BENCHMARKS.md and results/nvidia-h200/logs/probe-wide.log).
 
 A 65,536-wide fp32 row is 256 KB, an SM's whole register file, and the bf16 row becomes the
 same 256 KB once converted to fp32 for the math: the one-pass kernel spills (fp32 reached
-0.76 and bf16 0.67 of a same-size copy). Three ways around it, each against the one-pass
-kernel on the same tensors:
+0.76 and bf16 0.67 of a same-size copy). Ways around it, each timed against the one-pass
+kernel on the same tensors and checked against float64 torch:
 
 - `hybrid`: one persistent program per SM holds the first HELD columns in registers and
   streams the rest twice (online max/sum, then the output); the second read should hit L2
   because only one row per SM is in flight. Eviction hints optional.
 - `split`: SPLIT programs share a row, each holding 1/SPLIT of it in registers; they swap
-  (max, sum) through global memory and wait for each other (a ticket counter hands out the
-  pieces in launch order, so the pieces a program waits on are already running or next).
-- `recompute` (bf16): the row stays in bf16, exp() is computed twice.
+  (max, sum) through global memory and wait for each other. Options: TICKET (an atomic
+  counter hands out pieces in start order), POLL (one thread counts arrivals), ONE_EXP (keep
+  the numerators and rescale; what tlab's kernel does), SYNC=0 (no exchange: a wrong
+  softmax, timed to see what the exchange costs).
+- `packed` (bf16): pairs kept in one int32, unpacked (optionally in asm) where used.
+- `psplit`: persistent split programs that load their next piece before they wait.
+- `lowreg` (bf16): packed, processed a quarter at a time to lower the peak register count.
 
 Usage: python3 scripts/probe_wide.py [fp32] [bf16] > wide.txt   (CUDA only; prints as it goes)
 """
@@ -166,6 +171,69 @@ def run_packed(x, y, split, warps, inline):
 
 
 @triton.jit
+def _after(v, dep, zero):
+    """v, but only once the scalar int `dep` exists: `zero` is a runtime 0 that no compiler
+    can fold away, so each phase below unpacks afresh (no common subexpression kept alive)
+    and one quarter's temporaries die before the next quarter's are made."""
+    return v + dep * zero
+
+
+@triton.jit
+def _lo(v):
+    return (v << 16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _hi(v):
+    return (v & -65536).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _bits(f):
+    return f.to(tl.int32, bitcast=True)
+
+
+@triton.jit
+def lowreg_kernel(x_ptr, y_ptr, stats_ptr, n_pairs, sxm, sym, zero, HALF: tl.constexpr,
+                  SPLIT: tl.constexpr, SYNC: tl.constexpr):
+    """bf16 pieces kept packed (two per int32), processed a quarter at a time, so the peak
+    register count is the packed piece plus one quarter's fp32 temporaries."""
+    piece = tl.program_id(0)
+    row = piece // SPLIT
+    o1 = (piece % SPLIT) * (2 * HALF) + tl.arange(0, HALF)
+    o2 = o1 + HALF
+    v1 = tl.load(x_ptr + row * sxm + o1, mask=o1 < n_pairs, other=NEG_INF_PAIR)
+    v2 = tl.load(x_ptr + row * sxm + o2, mask=o2 < n_pairs, other=NEG_INF_PAIR)
+    m = tl.max(_lo(v1), axis=0)
+    m = tl.maximum(m, tl.max(_hi(_after(v1, _bits(m), zero)), axis=0))
+    m = tl.maximum(m, tl.max(_lo(_after(v2, _bits(m), zero)), axis=0))
+    m = tl.maximum(m, tl.max(_hi(_after(v2, _bits(m), zero)), axis=0))
+    s = tl.sum(tl.exp(_lo(_after(v1, _bits(m), zero)) - m), axis=0)
+    s += tl.sum(tl.exp(_hi(_after(v1, _bits(s), zero)) - m), axis=0)
+    s += tl.sum(tl.exp(_lo(_after(v2, _bits(s), zero)) - m), axis=0)
+    s += tl.sum(tl.exp(_hi(_after(v2, _bits(s), zero)) - m), axis=0)
+    if SYNC:
+        m, s = _publish_and_combine(stats_ptr, piece, row, m, s, SPLIT)
+    inv = 1.0 / s
+    a = _after(v1, _bits(inv), zero)
+    out = _pack(tl.exp(_lo(a) - m) * inv, tl.exp(_hi(a) - m) * inv)
+    tl.store(y_ptr + row * sym + o1, out, mask=o1 < n_pairs)
+    b = _after(v2, tl.sum(out, axis=0), zero)
+    tl.store(y_ptr + row * sym + o2, _pack(tl.exp(_lo(b) - m) * inv, tl.exp(_hi(b) - m) * inv),
+             mask=o2 < n_pairs)
+
+
+def run_lowreg(x, y, split, warps, sync):
+    n_rows, n_cols = x.shape
+    xi, yi = x.view(torch.int32), y.view(torch.int32)
+    work = torch.zeros(n_rows * split, dtype=torch.int64, device=x.device)
+    LAST["k"] = lowreg_kernel[(n_rows * split,)](
+        xi, yi, work, n_cols // 2, xi.stride(0), yi.stride(0), 0,
+        HALF=triton.next_power_of_2(n_cols // 2) // split // 2, SPLIT=split, SYNC=sync,
+        num_warps=warps)
+
+
+@triton.jit
 def _publish_and_combine(stats_ptr, piece, row, m, s, SPLIT: tl.constexpr):
     """Publish this piece's (max, sum), wait for the row's other pieces, return the row's."""
     packed = (m.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (
@@ -282,6 +350,12 @@ def main():
                     continue
                 variants.append(("packed", f"SPLIT={split} w={w} inline={inline}",
                                  lambda a=(split, w, inline): run_packed(x, y, *a)))
+        if dtype == torch.bfloat16:
+            for sync, split, w in itertools.product((1, 0), (1, 4, 8, 16), (2, 4, 8, 16)):
+                if not 4 <= 32768 // split // (32 * w) <= 64:
+                    continue
+                variants.append(("lowreg", f"SPLIT={split} w={w} sync={sync}",
+                                 lambda a=(split, w, sync): run_lowreg(x, y, *a)))
         # Last: a bug here could hang, and everything before is printed already.
         for poll, split, w in itertools.product((0, 1), (2, 4, 8, 16), (4, 8, 16, 32)):
             if not 8 <= 65536 // split // (32 * w) <= 64:
