@@ -17,6 +17,7 @@ kernel on the same tensors and checked against float64 torch:
 - `packed` (bf16): pairs kept in one int32, unpacked (optionally in asm) where used.
 - `psplit`: persistent split programs that load their next piece before they wait.
 - `lowreg` (bf16): packed, processed a quarter at a time to lower the peak register count.
+- `fixup`: no program waits; the last piece of a row to arrive writes the whole row.
 
 Usage: python3 scripts/probe_wide.py [fp32] [bf16] > wide.txt   (CUDA only; prints as it goes)
 """
@@ -167,6 +168,44 @@ def run_packed(x, y, split, warps, inline):
     LAST["k"] = packed_split_kernel[(n_rows * split,)](
         xi, yi, work, n_cols // 2, xi.stride(0), yi.stride(0),
         CHUNK=triton.next_power_of_2(n_cols // 2) // split, SPLIT=split, INLINE=inline,
+        num_warps=warps)
+
+
+@triton.jit
+def fixup_kernel(x_ptr, y_ptr, stats_ptr, count_ptr, n_cols, sxm, sym, PIECE: tl.constexpr,
+                 SPLIT: tl.constexpr, KEEP: tl.constexpr, DROP: tl.constexpr):
+    """No program waits: each piece publishes (max, sum) and counts itself in; the row's last
+    piece to arrive writes the whole row, reading the other pieces of x again (from L2: they
+    were read moments before)."""
+    piece = tl.program_id(0)
+    row = piece // SPLIT
+    cols = (piece % SPLIT) * PIECE + tl.arange(0, PIECE)
+    x = tl.load(x_ptr + row * sxm + cols, mask=cols < n_cols, other=-float("inf"),
+                eviction_policy=KEEP).to(tl.float32)
+    m = tl.max(x, axis=0)
+    s = tl.sum(tl.exp(x - tl.where(m == -float("inf"), 0.0, m)), axis=0)
+    word = (m.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (
+        s.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
+    tl.atomic_xchg(stats_ptr + piece, word)
+    if tl.atomic_add(count_ptr + row, 1) == SPLIT - 1:
+        row_max, row_sum = _wait_for_row(stats_ptr, row, SPLIT)
+        inv = 1.0 / row_sum
+        for j in range(0, SPLIT):
+            cj = j * PIECE + tl.arange(0, PIECE)
+            xj = tl.load(x_ptr + row * sxm + cj, mask=cj < n_cols, other=-float("inf"),
+                         eviction_policy=DROP).to(tl.float32)
+            tl.store(y_ptr + row * sym + cj, (tl.exp(xj - row_max) * inv).to(
+                y_ptr.dtype.element_ty), mask=cj < n_cols)
+
+
+def run_fixup(x, y, split, warps, hints):
+    n_rows, n_cols = x.shape
+    work = torch.zeros(n_rows * split + n_rows, dtype=torch.int64, device=x.device)
+    count = work[n_rows * split:].view(torch.int32)
+    keep, drop = ("evict_last", "evict_first") if hints else ("", "")
+    LAST["k"] = fixup_kernel[(n_rows * split,)](
+        x, y, work, count, n_cols, x.stride(0), y.stride(0),
+        PIECE=triton.next_power_of_2(n_cols) // split, SPLIT=split, KEEP=keep, DROP=drop,
         num_warps=warps)
 
 
@@ -356,6 +395,11 @@ def main():
                     continue
                 variants.append(("lowreg", f"SPLIT={split} w={w} sync={sync}",
                                  lambda a=(split, w, sync): run_lowreg(x, y, *a)))
+        for hints, split, w in itertools.product((0, 1), (4, 8, 16), (2, 4, 8, 16)):
+            if not 8 <= 65536 // split // (32 * w) <= 64:
+                continue
+            variants.append(("fixup", f"SPLIT={split} w={w} hints={hints}",
+                             lambda a=(split, w, hints): run_fixup(x, y, *a)))
         # Last: a bug here could hang, and everything before is printed already.
         for poll, split, w in itertools.product((0, 1), (2, 4, 8, 16), (4, 8, 16, 32)):
             if not 8 <= 65536 // split // (32 * w) <= 64:
