@@ -18,6 +18,7 @@ kernel on the same tensors and checked against float64 torch:
 - `psplit`: persistent split programs that load their next piece before they wait.
 - `lowreg` (bf16): packed, processed a quarter at a time to lower the peak register count.
 - `fixup`: no program waits; the last piece of a row to arrive writes the whole row.
+- `cluster`: the one-program kernel with num_ctas > 1 (a thread-block cluster per row).
 
 Usage: python3 scripts/probe_wide.py [fp32] [bf16] > wide.txt   (CUDA only; prints as it goes)
 """
@@ -196,6 +197,16 @@ def fixup_kernel(x_ptr, y_ptr, stats_ptr, count_ptr, n_cols, sxm, sym, PIECE: tl
                          eviction_policy=DROP).to(tl.float32)
             tl.store(y_ptr + row * sym + cj, (tl.exp(xj - row_max) * inv).to(
                 y_ptr.dtype.element_ty), mask=cj < n_cols)
+
+
+def run_cluster(x, y, warps, ctas):
+    """tlab's one-program-per-row kernel launched with num_ctas > 1: if Triton spreads the row
+    over a thread-block cluster and reduces across it, a 65,536-wide row stops spilling."""
+    n_rows, n_cols = x.shape
+    LAST["k"] = softmax_mod.softmax_kernel[(n_rows,)](
+        x, y, n_rows, n_cols, x.stride(0), x.stride(1), y.stride(0), y.stride(1),
+        BLOCK_COLS=triton.next_power_of_2(n_cols), ROWS=1, PER_SM=0, num_warps=warps,
+        num_ctas=ctas)
 
 
 def run_fixup(x, y, split, warps, hints):
@@ -400,6 +411,9 @@ def main():
                 continue
             variants.append(("fixup", f"SPLIT={split} w={w} hints={hints}",
                              lambda a=(split, w, hints): run_fixup(x, y, *a)))
+        for ctas, w in itertools.product((2, 4, 8), (4, 8, 16, 32)):
+            variants.append(("cluster", f"num_ctas={ctas} w={w}",
+                             lambda a=(w, ctas): run_cluster(x, y, *a)))
         # Last: a bug here could hang, and everything before is printed already.
         for poll, split, w in itertools.product((0, 1), (2, 4, 8, 16), (4, 8, 16, 32)):
             if not 8 <= 65536 // split // (32 * w) <= 64:
