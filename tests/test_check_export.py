@@ -38,6 +38,18 @@ def test_committed_configs_pass(root):
     assert "0 error(s)" in result.stdout
 
 
+def test_configs_tuned_before_a_parameter_was_added_still_pass(root):
+    # softmax gained PER_SM and SPLIT after configs had been committed; rows written
+    # without them mean one program per tile, and check must accept (and run) them.
+    path = root / "configs" / "nvidia-h200" / "softmax.csv"
+    text = path.read_text()
+    assert " PER_SM=0 SPLIT=1," in text
+    path.write_text(text.replace(" PER_SM=0 SPLIT=1,", ","))
+    result = tlab("check", "--root", str(root), "--interpret", "--kernel", "softmax")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 error(s)" in result.stdout
+
+
 def test_corrupted_files_fail_with_one_line_per_problem(root):
     folder = root / "configs" / "nvidia-h200"
     edit(folder / "matmul.csv", "p50_ms,throughput", "p50,throughput")

@@ -59,6 +59,22 @@ def test_outside_names_the_problem():
     assert "missing" in space.outside({"BLOCK": 16})
 
 
+def test_configs_from_before_a_parameter_are_completed_with_its_earlier_behaviour():
+    space = Space(params={"BLOCK": (16, 32), "SPLIT": (1, 2), "num_warps": (4,)},
+                  added={"SPLIT": 1})
+    old = {"BLOCK": 32, "num_warps": 4}  # tuned before SPLIT existed
+    assert "missing" in space.outside(old)
+    completed = space.complete(old)
+    assert completed == {"BLOCK": 32, "SPLIT": 1, "num_warps": 4}
+    assert list(completed) == ["BLOCK", "SPLIT", "num_warps"]  # the space's order
+    assert space.outside(completed) is None
+    assert space.complete({"BLOCK": 16, "SPLIT": 2, "num_warps": 4})["SPLIT"] == 2  # kept
+    # Only added parameters are filled in: a config missing another one stays wrong, and
+    # unknown names stay for `outside` to report.
+    assert "missing parameter(s) BLOCK" in space.outside(space.complete({"num_warps": 4}))
+    assert "unknown parameter" in space.outside(space.complete({**old, "X": 1}))
+
+
 def test_bad_spaces_are_rejected():
     with pytest.raises(ValueError, match="non-empty"):
         Space(params={"A": ()})
@@ -66,6 +82,10 @@ def test_bad_spaces_are_rejected():
         Space(params={"A": (1.5,)})
     with pytest.raises(ValueError, match="default"):
         Space(params={"A": (1, 2)}, default={"A": 3})
+    with pytest.raises(ValueError, match="added parameter B=1"):
+        Space(params={"A": (1, 2)}, added={"B": 1})
+    with pytest.raises(ValueError, match="added parameter A=3"):
+        Space(params={"A": (1, 2)}, added={"A": 3})
 
 
 def test_row_tile_register_budget():

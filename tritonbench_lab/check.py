@@ -103,7 +103,7 @@ def check_rows(path: Path, triton_version: str) -> tuple[list[Problem], list[dic
             except ValueError:
                 problems.append(problem(number, f"{column} is not a positive number: {text!r}"))
         try:
-            config = parse_config_text(row["config"])
+            config = spec.space.complete(parse_config_text(row["config"]))
             outside = spec.space.outside(config)
             if outside:
                 problems.append(problem(number, f"config {row['config']!r} is outside the "

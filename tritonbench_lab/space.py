@@ -50,11 +50,18 @@ class Space:
     constraints: tuple[Constraint, ...] = ()
     # The config someone would write without tuning; it must lie inside the space.
     default: Config = field(default_factory=dict)
+    # Parameters added to the kernel after configs had been tuned, each with the value that
+    # does what the kernel did before it existed (softmax: PER_SM=0, SPLIT=1). A config
+    # written without one is completed with it, so committed configs survive a grown space.
+    added: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, values in self.params.items():
             if not values or any(not isinstance(v, int) or isinstance(v, bool) for v in values):
                 raise ValueError(f"space parameter {name!r} needs a non-empty list of integers")
+        for name, value in self.added.items():
+            if value not in self.params.get(name, ()):
+                raise ValueError(f"added parameter {name}={value} is not a value of the space")
         if self.default and self.outside(self.default):
             raise ValueError(f"default config is outside the space: {self.outside(self.default)}")
 
@@ -65,6 +72,13 @@ class Space:
         names = list(self.params)
         for values in itertools.product(*self.params.values()):
             yield dict(zip(names, values, strict=True))
+
+    def complete(self, config: Mapping[str, Any]) -> Config:
+        """`config` with every added parameter it lacks set to its earlier behaviour, in the
+        space's parameter order (a config from before a parameter existed means that)."""
+        known = {**self.added, **config}
+        return {name: known[name] for name in self.params if name in known} | {
+            name: value for name, value in config.items() if name not in self.params}
 
     def outside(self, config: Mapping[str, Any]) -> str | None:
         """Why `config` is not a point of this space, or None when it is."""

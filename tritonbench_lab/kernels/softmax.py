@@ -190,10 +190,10 @@ def softmax(x: torch.Tensor, config: Config | None = None,
     config = DEFAULT_CONFIG if config is None else config
     if out is None:
         out = torch.empty_like(x)
-    meta, options = split_config(config)
+    meta, options = split_config(SPACE.complete(config))  # (configs from before PER_SM, SPLIT)
     n_rows, n_cols = x.shape
     block_cols = next_power_of_2(n_cols)
-    split = meta.pop("SPLIT", 1)  # configs tuned before SPLIT existed mean one program per row
+    split = meta.pop("SPLIT")
     if split > 1:
         # Zeroed on every call (a memset of 8 bytes per piece, timed with the kernel): a
         # zero word is how a piece tells that a partner has not published yet.
@@ -208,7 +208,7 @@ def softmax(x: torch.Tensor, config: Config | None = None,
                                    **options)
         return out
     tiles = triton.cdiv(n_rows, meta["ROWS"])
-    per_sm = meta.get("PER_SM", 0)
+    per_sm = meta["PER_SM"]
     grid = (min(tiles, per_sm * _sm_count(str(x.device))) if per_sm else tiles,)
     softmax_kernel[grid](
         x, out, n_rows, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1),
@@ -275,6 +275,7 @@ SPACE = Space(
             "SPLIT": (1, 2, 4, 8, 16)},
     constraints=(split_fits, row_tile_fits, rows_not_exceeding, persistent_fits),
     default=DEFAULT_CONFIG,
+    added={"PER_SM": 0, "SPLIT": 1},  # configs from before them: one program per tile
 )
 
 
