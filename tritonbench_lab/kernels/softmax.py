@@ -19,7 +19,7 @@ instead keeps exp(x - its own max) in registers, publishes (its max, its sum) in
 word, waits until the row's other pieces have published, and rescales. x is still read once.
 The wait relies on the GPU starting a 1-D grid's programs in launch order (the pieces a
 program waits on are running or start next), which NVIDIA GPUs do, though CUDA does not
-promise it; handing out pieces by an atomic ticket guarantees it but ran 10-40% slower on the
+promise it; handing out pieces by an atomic ticket guarantees it but ran 8-37% slower on the
 H200 (scripts/probe_wide.py). A hang would be caught by the sweep's timeout. Triton's
 interpreter runs programs one after another, so there every piece publishes in a first
 launch, and the second (the kernel as on the GPU) never waits.
@@ -29,7 +29,10 @@ column chunks (max and sum first, then a second read for the output). At 16,384-
 columns it ran at 2,700-3,400 GB/s against 3,100-4,150 for the one-pass kernel: the rows in
 flight do not fit the L2, so the second read goes to HBM and traffic is three times the row.
 For 65,536-wide rows also (scripts/probe_wide.py): half the row held and half read twice,
-persistent split programs that prefetch, bf16 rows kept packed two to a register.
+persistent split programs that prefetch, bf16 rows kept packed two to a register (also a
+quarter at a time), no waiting (the row's last piece writes it all), and a thread-block
+cluster per row (`num_ctas` > 1, which triton 3.6 does not compile). bf16 rows that wide stay
+at about 0.76 of a copy: the wait costs them a quarter of their speed (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -194,6 +197,8 @@ def softmax(x: torch.Tensor, config: Config | None = None,
     n_rows, n_cols = x.shape
     block_cols = next_power_of_2(n_cols)
     split = meta.pop("SPLIT")
+    # With SPLIT > 1 each program holds a piece of one row: ROWS and PER_SM do not apply
+    # (the space prunes SPLIT > 1 with anything but ROWS=1 and PER_SM=0).
     if split > 1:
         # Zeroed on every call (a memset of 8 bytes per piece, timed with the kernel): a
         # zero word is how a piece tells that a partner has not published yet.
