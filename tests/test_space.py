@@ -112,3 +112,20 @@ def test_config_legend_names_only_the_shortened_keys_in_use():
     assert config_legend([{"BLOCK_M": 64, "num_stages": 3}, {"BLOCK_M": 32, "GROUP_M": 8}]) == \
         "config keys: BM = BLOCK_M, s = num_stages, GM = GROUP_M"
     assert config_legend([{"ROWS": 2}]) == "" and config_legend([]) == ""
+
+
+def test_a_narrowed_space_keeps_the_kernels_constraints_and_added_parameters(tmp_path):
+    from tritonbench_lab.cli.sweep_cmd import load_space
+    from tritonbench_lab.kernels.softmax import SPEC
+
+    only_default = load_space(SPEC, "default")
+    assert list(only_default) == [SPEC.space.default]
+    assert only_default.constraints == SPEC.space.constraints
+    assert only_default.added == SPEC.space.added  # PER_SM=0 and SPLIT=1 are default values
+    path = tmp_path / "space.json"
+    path.write_text('{"SPLIT": [4, 8], "num_warps": [4]}')
+    splits = load_space(SPEC, str(path))
+    assert {c["SPLIT"] for c in splits} == {4, 8} and {c["num_warps"] for c in splits} == {4}
+    assert splits.constraints == SPEC.space.constraints
+    assert splits.added == {"PER_SM": 0}  # SPLIT=1 is no longer a value of this space
+    assert splits.default["SPLIT"] == 4  # the kernel's default (SPLIT=1) is outside it

@@ -99,8 +99,6 @@ class Cost:
     bytes: int
 
 
-
-
 def throughput(cost: Cost, metric: str, ms: float) -> float:
     """TFLOP/s or GB/s (10^9 bytes) of one call that took `ms` milliseconds."""
     seconds = ms * 1e-3

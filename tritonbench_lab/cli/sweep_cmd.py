@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated
@@ -30,13 +31,10 @@ SPACE_PRESETS = {
 
 def load_space(spec, text: str):
     """--space: a preset name, or a JSON file {"PARAM": [values], ...} replacing those lists."""
-    from tritonbench_lab.space import Space
-
     if text == "full":
         return spec.space
     if text == "default":
-        return Space({k: (v,) for k, v in spec.space.default.items()}, spec.space.constraints,
-                     spec.space.default)
+        return narrowed(spec.space, {k: (v,) for k, v in spec.space.default.items()})
     path = Path(text)
     if not path.is_file():
         raise TlabError(f"--space {text!r}: not a preset ({', '.join(SPACE_PRESETS)}) nor a file")
@@ -59,11 +57,18 @@ def load_space(spec, text: str):
             kind = "integers >= 0" if lowest == 0 else "positive integers"
             raise TlabError(f"--space file {text!r}: {name} must be a non-empty list of {kind}")
         params[name] = tuple(values)
-    # Keep the kernel's own default config when the narrowed space still holds it.
-    default = dict(spec.space.default)
+    return narrowed(spec.space, params)
+
+
+def narrowed(space, params):
+    """`space` with these parameter lists, its constraints and other settings kept. Its
+    default config stays when still inside (else the first value of each list), and so do
+    the values completing configs from before an added parameter."""
+    default = dict(space.default)
     if any(default[k] not in params[k] for k in params):
         default = {k: params[k][0] for k in params}
-    return Space(params, spec.space.constraints, default)
+    added = {k: v for k, v in space.added.items() if v in params[k]}
+    return dataclasses.replace(space, params=params, default=default, added=added)
 
 
 def sweep(
