@@ -70,7 +70,8 @@ def _spec(name, modes):
         reference=lambda inputs: (2 * inputs["x"].double(),),
         baselines={"torch": lambda inputs: 2 * inputs["x"]},
         space=Space(params={"BLOCK": (128, 1024), "MODE": modes, "num_warps": (4,)},
-                    default={"BLOCK": 128, "MODE": 0, "num_warps": 4}),
+                    default={"BLOCK": 128, "MODE": 0, "num_warps": 4},
+                    added={"MODE": 0}),  # (tests that configs written without MODE load)
         default_shapes=(Shape.of(n=1 << 24),), small_shapes=(Shape.of(n=1000),),
         make_inputs=make_inputs, tolerance={torch.float32: Tolerance(1e-6, 1e-6)},
         cost=lambda shape, dtype: Cost(flops=shape["n"], bytes=2 * shape["n"] * 4),

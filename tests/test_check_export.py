@@ -156,3 +156,19 @@ def test_export_of_an_untuned_kernel_is_a_one_line_error(tmp_path):
     result = tlab("export", "nope", "--out", str(tmp_path))
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "no winners for 'nope'" in result.stderr
+
+
+def test_check_runs_configs_completed_with_added_parameters(tmp_path):
+    # The planted kernel's launcher reads MODE itself; a row written before MODE existed
+    # only runs if check launches the completed config.
+    from tritonbench_lab.tuned import WINNER_COLUMNS, write_winners
+
+    row = dict.fromkeys(WINNER_COLUMNS, "1.0")
+    row.update(kernel="planted", dtype="fp32", shape="1000", config="BLOCK=128 num_warps=4",
+               metric="GB/s", gpu="interpreter", torch="9", triton="9", date="2026-01-01",
+               run_id="fixture", best_baseline="torch")
+    write_winners(tmp_path / "configs" / "interpreter" / "planted.csv", [row])
+    result = tlab("check", "--root", str(tmp_path), "--interpret", "--kernel-module",
+                  str(REPO / "tests" / "planted_kernels.py"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 valid row(s)" in result.stdout and "0 error(s)" in result.stdout

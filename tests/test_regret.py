@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tritonbench_lab.regret import held_out_shapes
 from tritonbench_lab.store import load_records
 from tritonbench_lab.tuned import WINNER_COLUMNS, write_winners
@@ -20,11 +22,14 @@ def test_held_out_shapes_lie_between_the_tuned_ones():
     assert held_out_shapes([(1000,), (1001,)]) == []  # the middle rounds onto a tuned shape
 
 
-def test_check_regret_compares_the_looked_up_config_with_a_fresh_winner(tmp_path):
+@pytest.mark.parametrize("written", ["BLOCK=128 MODE=0 num_warps=4",
+                                     "BLOCK=128 num_warps=4"],  # from before MODE existed
+                         ids=["complete", "without-added-MODE"])
+def test_check_regret_compares_the_looked_up_config_with_a_fresh_winner(tmp_path, written):
     # TEST DATA: winners that say BLOCK=128 at n=1000 and n=4000; the held-out n=2000 is
     # tuned afresh and BLOCK=128 (what lookup picks there) is compared with its winner.
     row = dict.fromkeys(WINNER_COLUMNS, "1.0")
-    row.update(kernel="planted", dtype="fp32", config="BLOCK=128 MODE=0 num_warps=4",
+    row.update(kernel="planted", dtype="fp32", config=written,
                metric="GB/s", gpu="interpreter", torch="9", triton="9", date="2026-01-01",
                run_id="fixture", best_baseline="torch")
     write_winners(tmp_path / "configs" / "interpreter" / "planted.csv",

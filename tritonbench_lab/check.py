@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.records import parse_config_text
+from tritonbench_lab.space import config_text
 from tritonbench_lab.tuned import WINNER_COLUMNS
 
 ERROR = "error"
@@ -111,7 +112,8 @@ def check_rows(path: Path, triton_version: str) -> tuple[list[Problem], list[dic
         except ValueError:
             problems.append(problem(number, f"config {row['config']!r} does not parse"))
         if len(problems) == before:
-            valid.append({**row, "line": number})
+            # Runs and re-timings launch the completed config (see Space.added).
+            valid.append({**row, "config": config_text(config), "line": number})
     # Stale rows: one line per file and version, not one per row.
     stale: dict[str, list[int]] = {}
     for row in valid:

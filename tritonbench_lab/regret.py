@@ -60,8 +60,9 @@ def measure_regret(request, config_root: Path) -> list[Regret]:
         if not correct:
             continue
         best = min(correct, key=lambda r: r.p50_ms)
-        picked = config_text(lookup(spec.name, name, gpu=request.fingerprint.gpu_slug,
-                                    directory=config_root, **dict(shape.dims)))
+        picked = config_text(spec.space.complete(lookup(
+            spec.name, name, gpu=request.fingerprint.gpu_slug, directory=config_root,
+            **dict(shape.dims))))
         mine = [r for r in rows if r.config == picked]
         ok = [r for r in mine if r.status == OK]
         out.append(Regret(spec.name, name, str(shape), picked,
