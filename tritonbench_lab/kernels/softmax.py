@@ -31,8 +31,9 @@ flight do not fit the L2, so the second read goes to HBM and traffic is three ti
 For 65,536-wide rows also (scripts/probe_wide.py): half the row held and half read twice,
 persistent split programs that prefetch, bf16 rows kept packed two to a register (also a
 quarter at a time), no waiting (the row's last piece writes it all), and a thread-block
-cluster per row (`num_ctas` > 1, which triton 3.6 does not compile). bf16 rows that wide stay
-at about 0.76 of a copy: the wait costs them a quarter of their speed (BENCHMARKS.md).
+cluster per row (`num_ctas` > 1, which triton 3.6 does not compile). What did help bf16 rows
+that wide was publishing with a relaxed atomic instead of the default acq_rel one (see the
+kernel): 3,053 -> 3,840 GB/s against a 4,247 GB/s copy (scripts/probe_exchange.py).
 """
 
 from __future__ import annotations
@@ -154,7 +155,10 @@ def softmax_split_kernel(
     # half of it. Never 0: a real piece's sum is >= 1, an empty piece's max is -inf.
     word = (piece_max.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (
         piece_sum.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
-    tl.atomic_xchg(stats_ptr + piece, word)
+    # Relaxed: the word is all a partner reads, so nothing needs ordering around it. The
+    # default (acq_rel) makes this program wait for the atomic's round trip before it polls:
+    # on the H200 that cost bf16 8192x65536 a fifth of its speed (scripts/probe_exchange.py).
+    tl.atomic_xchg(stats_ptr + piece, word, sem="relaxed")
     if not PUBLISH_ONLY:
         slots = stats_ptr + row * SPLIT + tl.arange(0, SPLIT)
         words = tl.load(slots, volatile=True)
