@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import OK, SKIPPED, TRITON, WRONG_RESULT, parse_config_text
+from tritonbench_lab.records import (
+    OK,
+    SKIPPED,
+    TRITON,
+    WRONG_RESULT,
+    is_confirmation,
+    parse_config_text,
+)
 from tritonbench_lab.store import load_records, results_path
 from tritonbench_lab.tuned import configs_path, load_winners
 
@@ -65,7 +72,13 @@ def test_sweep_writes_rows_and_winners(softmax_run):
 
     out, _ = softmax_run
     rows = load_records(results_path(out, "interpreter", "softmax"))
+    confirmations = [r for r in rows if is_confirmation(r)]
+    rows = [r for r in rows if not is_confirmation(r)]
     assert len(rows) == len(SPEC.baselines) + 4  # every baseline, every config of the space
+    # Then the one config that ran and every baseline, timed again in a fresh worker.
+    assert sorted((r.provider, r.config) for r in confirmations) == sorted(
+        [(b, "") for b in SPEC.baselines] + [(TRITON, "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1")])
+    assert all(r.status == OK and r.p50_ms for r in confirmations)
     assert {(r.gpu, r.gpu_slug) for r in rows} == {("interpreter", "interpreter")}
     assert {(r.kernel, r.dtype, r.shape) for r in rows} == {("softmax", "fp32", "37x129")}
     timed = [r for r in rows if r.p50_ms is not None]
@@ -293,7 +306,8 @@ def test_editing_the_kernel_module_measures_again(tmp_path):
     module.write_text(module.read_text() + "\n# an edit\n")
     edited = sweep(*args, out=out)
     assert edited.returncode == 0 and "already measured" not in said(edited)
-    rows = load_records(results_path(out, "interpreter", "planted"))
+    rows = [r for r in load_records(results_path(out, "interpreter", "planted"))
+            if not is_confirmation(r)]
     versions = [r.tlab for r in rows]
     assert len(rows) == 4 and len(set(versions)) == 2
     assert all("+src." in v for v in versions)

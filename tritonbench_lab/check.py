@@ -6,12 +6,15 @@ every distinct config computes the right result at a small shape (in Triton's in
 without a GPU). Rows tuned under another triton minor version are reported as stale
 (a warning, not an error). On a GPU whose slug matches the file's folder, each winner is
 timed again at its shape and must not be slower than recorded by more than the tolerance
-(re-measured before it fails, so noise alone does not fail CI).
+(re-measured before it fails, so noise alone does not fail CI), with the do_bench budget it
+was recorded with (the `timing` of its row in results/<gpu>/<kernel>.csv): on the H200 a
+winner timed for 50 ms by its sweep measured up to 13% slower timed for 100 ms.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -179,17 +182,42 @@ class Retimed:
         return None if self.measured_ms is None else self.measured_ms / self.recorded_ms
 
 
+BUDGET = re.compile(r"do_bench warmup=(\d+)ms rep=(\d+)ms")
+
+
+def recorded_budgets(path: Path) -> dict:
+    """(run_id, dtype, shape, config) -> the BenchOptions its row in the results file beside
+    configs/ (results/<gpu>/<kernel>.csv) was timed with; empty without that file."""
+    from tritonbench_lab.store import load_records
+    from tritonbench_lab.timing import BenchOptions
+
+    results = path.parents[2] / "results" / path.parent.name / path.name
+    budgets = {}
+    for r in load_records(results) if results.is_file() else []:
+        match = BUDGET.search(r.timing)
+        if match and r.p50_ms:
+            budgets[(r.run_id, r.dtype, r.shape, r.config)] = BenchOptions(
+                warmup_ms=int(match[1]), rep_ms=int(match[2]))
+    return budgets
+
+
 def retime(path: Path, rows: list[dict], tolerance: float,
            attempts: int = 3) -> tuple[list[Retimed], list[Problem]]:
-    """Time each winner again on this GPU; a winner slower than recorded by more than
-    `tolerance` is measured up to `attempts` times (best kept) before it counts as a problem."""
+    """Time each winner again on this GPU, for as long as it was timed when recorded (tlab's
+    default when its row is not found); a winner slower than recorded by more than `tolerance`
+    is measured up to `attempts` times (best kept) before it counts as a problem."""
     from tritonbench_lab.records import OK, TRITON
+    from tritonbench_lab.timing import BenchOptions
     from tritonbench_lab.worker import Task, Timeouts, Worker
 
-    worker = Worker(interpret=False)
+    budgets = recorded_budgets(path)
+    workers: dict = {}  # one per do_bench budget
     results, problems = [], []
     try:
         for row in rows:
+            bench = budgets.get((row["run_id"], row["dtype"], row["shape"], row["config"]),
+                                BenchOptions())
+            worker = workers.setdefault(bench, Worker(interpret=False, bench=bench))
             task = Task(row["kernel"], TRITON, tuple(int(s) for s in row["shape"].split("x")),
                         row["dtype"], parse_config_text(row["config"]), 0)
             recorded = float(row["p50_ms"])
@@ -213,5 +241,6 @@ def retime(path: Path, rows: list[dict], tolerance: float,
                                         f"({best:.4g} ms vs {recorded:.4g} ms, tolerance "
                                         f"{tolerance:.0%}, best of {attempts})"))
     finally:
-        worker.stop()
+        for worker in workers.values():
+            worker.stop()
     return results, problems

@@ -22,7 +22,7 @@ import pandas as pd  # noqa: E402
 from tritonbench_lab.calibrate import ceiling_for, load_ceilings, traffic_of  # noqa: E402
 from tritonbench_lab.errors import TlabError  # noqa: E402
 from tritonbench_lab.measurements import kernels_in, shape_sizes, x_axis  # noqa: E402
-from tritonbench_lab.records import OK, TRITON, Record, parse_config_text  # noqa: E402
+from tritonbench_lab.records import OK, TRITON, Record, parse_config_text, standing  # noqa: E402
 from tritonbench_lab.store import load_records, make_folder  # noqa: E402
 from tritonbench_lab.tuned import compute_winners, newest_toolchain  # noqa: E402
 
@@ -124,7 +124,7 @@ def _config_on(records: list[Record], shape: str, config: str) -> tuple[float | 
     """(best p50 of `config` at `shape`, status) among these rows; the same rows the winner is
     chosen from (tuned.compute_winners: newest toolchain of the shape), so a GPU's own winner
     config gives exactly its winner's time."""
-    rows = newest_toolchain([r for r in records if r.shape == shape])
+    rows = standing(newest_toolchain([r for r in records if r.shape == shape]))
     wanted = parse_config_text(config)  # as a dict: parameter order may differ between files
     same = [r for r in rows if r.provider == TRITON and parse_config_text(r.config) == wanted]
     timed = [r.p50_ms for r in same if r.status == OK and r.p50_ms]

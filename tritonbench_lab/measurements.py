@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import OK, TRITON
+from tritonbench_lab.records import CONFIRMATION, OK, TRITON, standing
 from tritonbench_lab.store import load_records
 
 TUNED = "triton (tuned)"
@@ -39,13 +39,15 @@ def kernels_in(folder: Path) -> list[str]:
 
 
 def load_frame(folder: Path, kernel: str) -> pd.DataFrame:
-    """Every row of one kernel's results file, as a frame (TlabError when there is none)."""
+    """The rows of one kernel's results file that stand (records.standing: a confirmed
+    config's newest confirmation replaces its earlier rows), as a frame (TlabError when
+    there is none)."""
     path = Path(folder) / f"{kernel}.csv"
     records = load_records(path)
     if not records:
         known = ", ".join(kernels_in(folder)) or "none"
         raise TlabError(f"no results for kernel {kernel!r} in {str(folder)!r} (it has: {known})")
-    return pd.DataFrame([asdict(r) for r in records])
+    return pd.DataFrame([asdict(r) for r in standing(records)])
 
 
 def shape_sizes(shape: str) -> tuple[int, ...]:
@@ -102,7 +104,10 @@ def series(frame: pd.DataFrame, dtype: str, default_config: str | None = None
     for _, group in rows.groupby("shape"):
         triton = group[(group["provider"] == TRITON) & (group["status"] == OK)]
         if not triton.empty:
-            picked[TUNED].append(triton.loc[triton["p50_ms"].idxmin()])
+            # As tuned.compute_winners (records.fastest): among confirmed rows when any is.
+            confirmed = triton[triton["timing"].str.endswith(CONFIRMATION)]
+            contenders = triton if confirmed.empty else confirmed
+            picked[TUNED].append(contenders.loc[contenders["p50_ms"].idxmin()])
             if default_config is not None:
                 default = triton[triton["config"] == default_config]
                 if not default.empty:

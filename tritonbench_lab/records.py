@@ -73,6 +73,36 @@ def resume_key(row: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(row[c]) for c in KEY_COLUMNS)
 
 
+# The `timing` of a leader's confirmation (re-timed in a fresh worker after its shape was
+# swept) ends with this.
+CONFIRMATION = "; confirmation"
+
+
+def is_confirmation(record: Record) -> bool:
+    return record.timing.endswith(CONFIRMATION)
+
+
+def standing(rows: list[Record]) -> list[Record]:
+    """The rows that speak for their configs (or baselines): for a resume key that has a
+    confirmation, only its newest confirmation; for any other key, all its rows.
+
+    Why: a sweep's fastest config is the minimum of many noisy times, so its own time is
+    biased low, and one process's memory placement can favour it; its confirmation, timed
+    in another process after it was picked, is not chosen on its own noise. Order is kept."""
+    newest: dict[tuple[str, ...], Record] = {}
+    for r in rows:
+        if is_confirmation(r):
+            newest[r.key()] = r  # rows are in file order: the later of equal keys is newer
+    return [r for r in rows if newest.get(r.key(), r) is r]
+
+
+def fastest(rows: list[Record]) -> Record | None:
+    """The lowest-p50 of these (standing, ok, timed) rows; among the confirmed ones when any
+    is confirmed, so that a winner's time is one taken after it was chosen."""
+    confirmed = [r for r in rows if is_confirmation(r)]
+    return min(confirmed or rows, key=lambda r: r.p50_ms, default=None)
+
+
 def to_csv_row(record: Record) -> list[str]:
     """Column values as text: floats with full precision (repr), None as empty, line breaks
     inside text turned into spaces, so that every row is exactly one line of the file (what

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonbench_lab.records import OK, TRITON
+from tritonbench_lab.records import OK, TRITON, fastest, standing
 from tritonbench_lab.space import config_text
 from tritonbench_lab.tuned import lookup
 
@@ -54,12 +54,12 @@ def measure_regret(request, config_root: Path) -> list[Regret]:
     name = dtype_name(dtype)
     out = []
     for shape in request.shapes:
-        rows = [r for r in result.records if r.shape == str(shape) and r.dtype == name
-                and r.provider == TRITON]
+        rows = [r for r in standing(result.records) if r.shape == str(shape)
+                and r.dtype == name and r.provider == TRITON]
         correct = [r for r in rows if r.status == OK]
         if not correct:
             continue
-        best = min(correct, key=lambda r: r.p50_ms)
+        best = fastest(correct)
         picked = config_text(spec.space.complete(lookup(
             spec.name, name, gpu=request.fingerprint.gpu_slug, directory=config_root,
             **dict(shape.dims))))

@@ -4,6 +4,11 @@ run the rest in the worker child, append one row per attempt, then write the win
 Order: dtype, then shape, then the baselines, then every config of the pruned space; configs
 pruned before compiling get a `skipped` row with the reason. Triton caches each compiled
 config on disk, so a config compiles once per dtype and shape specialisation, not per shape.
+
+Then the leaders are confirmed: in a fresh worker process (new allocations, nothing left of
+the sweep), each shape's `confirm` fastest configs and every baseline are verified and timed
+again, and winners are chosen by these times (records.standing says why). Leaders that come
+out slower let the next configs into the top `confirm`, which are confirmed in turn.
 """
 
 from __future__ import annotations
@@ -19,7 +24,17 @@ from pathlib import Path
 
 from tritonbench_lab.env import Fingerprint
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import SKIPPED, TRITON, Record, parse_config_text, resume_key
+from tritonbench_lab.records import (
+    CONFIRMATION,
+    OK,
+    SKIPPED,
+    TRITON,
+    Record,
+    is_confirmation,
+    parse_config_text,
+    resume_key,
+    standing,
+)
 from tritonbench_lab.space import DeviceLimits, Space, config_text
 from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype, throughput
 from tritonbench_lab.store import ResultsWriter, check_results_file, load_records, results_path
@@ -50,6 +65,7 @@ class SweepRequest:
     seed: int = 0
     kernel_modules: tuple[str, ...] = ()
     bench: BenchOptions = field(default_factory=BenchOptions)
+    confirm: int = 3  # leaders per shape re-timed in a fresh worker; 0: none
 
 
 @dataclass
@@ -119,14 +135,17 @@ def plan(request: SweepRequest) -> list[Planned]:
     return planned
 
 
-def _record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome) -> Record:
+def _record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome,
+            confirmation: bool = False) -> Record:
     spec = request.spec
     fp = request.fingerprint
     shape = spec.shape(*task.sizes)
     value = None
     if outcome.p50_ms:
         value = throughput(spec.cost(shape, parse_dtype(task.dtype)), spec.metric, outcome.p50_ms)
-    timed = outcome.p50_ms is not None
+    timing = request.bench.method(request.interpret) if outcome.p50_ms is not None else ""
+    if confirmation:
+        timing += CONFIRMATION  # also on a failed confirmation: it stands for the config
     return Record(
         run_id=run_id,
         timestamp=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -135,9 +154,43 @@ def _record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome) ->
         max_abs_error=outcome.max_abs_error, p20_ms=outcome.p20_ms, p50_ms=outcome.p50_ms,
         p80_ms=outcome.p80_ms, throughput=value, metric=spec.metric,
         compile_s=outcome.compile_s,
-        timing=request.bench.method(request.interpret) if timed else "",
+        timing=timing,
         seed=task.seed, **asdict(fp),
     )
+
+
+def confirm_leaders(request: SweepRequest, rows: list[Record], announce: Callable[[int], None],
+                    measure: Callable[[Task], Record]) -> None:
+    """Per dtype and shape: rounds of leaders_to_confirm until the `confirm` fastest are all
+    confirmed, at most 1 + `confirm` rounds (on a very noisy machine a later run goes on)."""
+    for dtype in request.dtypes:
+        for shape in request.shapes:
+            mine = [r for r in rows if (r.dtype, r.shape) == (dtype_name(dtype), str(shape))]
+            for _ in range(1 + request.confirm):
+                leaders = leaders_to_confirm(mine, request.confirm)
+                if not leaders:
+                    break
+                announce(len(leaders))
+                for row in leaders:
+                    mine.append(measure(Task(request.spec.name, row.provider, shape.sizes,
+                                             row.dtype, parse_config_text(row.config),
+                                             request.seed)))
+
+
+def leaders_to_confirm(rows: list[Record], count: int) -> list[Record]:
+    """Of one toolchain's rows for one dtype and shape, those whose config or baseline to
+    re-time: the `count` fastest Triton configs and every baseline, unless confirmed already.
+    Confirmed leaders that came out slower let others into the top `count`: the next round."""
+    if count <= 0:
+        return []
+    fastest: dict[tuple[str, ...], Record] = {}  # per key; --fresh can leave several rows
+    for r in standing(rows):
+        if r.status == OK and r.p50_ms and (
+                r.key() not in fastest or r.p50_ms < fastest[r.key()].p50_ms):
+            fastest[r.key()] = r
+    ranked = sorted((r for r in fastest.values() if r.provider == TRITON), key=lambda r: r.p50_ms)
+    wanted = ranked[:count] + [r for r in fastest.values() if r.provider != TRITON]
+    return [r for r in wanted if not is_confirmation(r)]
 
 
 def code_version(spec: KernelSpec, tlab_version: str) -> str:
@@ -161,7 +214,8 @@ def _key(request: SweepRequest, task: Task) -> tuple[str, ...]:
 def run_sweep(request: SweepRequest,
               on_start: Callable[[int], None] = lambda total: None,
               on_row: Callable[[Record], None] = lambda record: None) -> SweepResult:
-    """Measure every planned task not measured before (all of them with `fresh`)."""
+    """Measure every planned task not measured before (all of them with `fresh`), confirm
+    the leaders (module docstring), write the winners."""
     check_request(request)
     spec = request.spec
     # Rows and resume keys carry the kernel's code version in the `tlab` column.
@@ -176,18 +230,36 @@ def run_sweep(request: SweepRequest,
         uuid.uuid4().hex[:6]
     writer = ResultsWriter(results_file)
     records: list[Record] = []
-    on_start(len(todo))
+    total = len(todo)
+    on_start(total)
     worker = Worker(request.interpret, request.kernel_modules, request.bench)
+
+    def keep(record: Record) -> Record:
+        writer.append([record])  # flushed now: a kill loses at most the task in flight
+        records.append(record)
+        on_row(record)
+        return record
+
+    def more(count: int) -> None:
+        nonlocal total
+        total += count
+        on_start(total)
+
     try:
         for item in todo:
             if item.skip_reason:
                 outcome = Outcome(SKIPPED, item.skip_reason)
             else:
                 outcome = worker.run(item.task, request.timeouts)
-            record = _record(request, run_id, item.task, outcome)
-            writer.append([record])  # flushed now: a kill loses at most the task in flight
-            records.append(record)
-            on_row(record)
+            keep(_record(request, run_id, item.task, outcome))
+        if request.confirm:
+            worker.stop()  # the leaders are timed again in a fresh process
+            # With --fresh only this run's rows compete; otherwise every row of this toolchain.
+            toolchain = _key(request, planned[0].task)[:4]
+            rows = list(records) if request.fresh else [
+                r for r in load_records(results_file) if r.key()[:4] == toolchain]
+            confirm_leaders(request, rows, more, lambda task: keep(_record(
+                request, run_id, task, worker.run(task, request.timeouts), confirmation=True)))
     finally:
         worker.stop()
     configs_file = configs_path(request.root, slug, spec.name)

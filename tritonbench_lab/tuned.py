@@ -1,7 +1,8 @@
 """Winners: the fastest correct Triton config per (kernel, dtype, shape) on one GPU.
 
 Computed from the rows of results/<gpu>/<kernel>.csv only (argmin p50 over status == ok,
-provider == triton), and written to configs/<gpu>/<kernel>.csv atomically (temp file +
+provider == triton, of the rows that stand: a config re-timed to confirm it counts with that
+time, records.standing), and written to configs/<gpu>/<kernel>.csv atomically (temp file +
 rename), so a reader never sees half a file. Within each (dtype, shape) only rows of the
 newest toolchain (torch, triton, and tlab with the kernel's source hash) are compared.
 `lookup` is the runtime side: the config tuned for a shape on the current GPU. No torch,
@@ -18,7 +19,7 @@ import warnings
 from collections import defaultdict
 from pathlib import Path
 
-from tritonbench_lab.records import OK, TRITON, Record, parse_config_text
+from tritonbench_lab.records import OK, TRITON, Record, fastest, parse_config_text, standing
 from tritonbench_lab.store import make_folder
 
 WINNER_COLUMNS = (
@@ -45,13 +46,12 @@ def compute_winners(records: list[Record]) -> list[dict[str, str]]:
         groups[(r.kernel, r.dtype, r.shape)].append(r)
     winners = []
     for (kernel, dtype, shape), rows in groups.items():
-        rows = [r for r in newest_toolchain(rows) if r.status == OK and r.p50_ms]
+        rows = [r for r in standing(newest_toolchain(rows)) if r.status == OK and r.p50_ms]
         triton_rows = [r for r in rows if r.provider == TRITON]
         if not triton_rows:
             continue
-        best = min(triton_rows, key=lambda r: r.p50_ms)
-        baselines = [r for r in rows if r.provider != TRITON]
-        base = min(baselines, key=lambda r: r.p50_ms) if baselines else None
+        best = fastest(triton_rows)
+        base = fastest([r for r in rows if r.provider != TRITON])
         winners.append({
             "kernel": kernel, "dtype": dtype, "shape": shape, "config": best.config,
             "p50_ms": repr(best.p50_ms), "throughput": repr(best.throughput),

@@ -100,6 +100,10 @@ def sweep(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")] = 0,
     rep_ms: Annotated[int, typer.Option(
         "--rep-ms", min=1, help="do_bench's timing budget per config, in milliseconds.")] = 100,
+    confirm: Annotated[int, typer.Option(
+        "--confirm", min=0, help="After the sweep, verify and time again, in a fresh worker "
+        "process, each shape's N fastest configs and every baseline; winners are chosen by "
+        "these times (the fastest of many noisy first times is biased low). 0: off.")] = 3,
     kernel_module: KernelModules = None,
 ) -> None:
     """Tune KERNEL: verify and time every config over the shapes, store rows and winners."""
@@ -145,7 +149,7 @@ def sweep(
         free_bytes=free_device_bytes(backend), fresh=fresh, seed=seed,
         timeouts=Timeouts(first_call_s=compile_timeout, measure_s=timeout),
         kernel_modules=tuple(str(p) for p in kernel_module or ()),
-        bench=BenchOptions(rep_ms=rep_ms),
+        bench=BenchOptions(rep_ms=rep_ms), confirm=confirm,
     )
     check_request(request)  # every refusal before any output, so an error is one line
     if interpreting:
@@ -157,7 +161,7 @@ def sweep(
 
 
 def _run_with_progress(request, console):
-    from tritonbench_lab.records import OK, TRITON
+    from tritonbench_lab.records import OK, TRITON, is_confirmation
     from tritonbench_lab.store import results_path
     from tritonbench_lab.sweep import run_sweep
 
@@ -176,9 +180,12 @@ def _run_with_progress(request, console):
             nonlocal kept
             kept += 1
             key = (record.dtype, record.shape)
-            if record.provider == TRITON and record.status == OK and record.throughput:
-                best[key] = max(best.get(key, 0.0), record.throughput)
-            so_far = f"best {best[key]:.4g} {record.metric}" if key in best else "no winner yet"
+            if is_confirmation(record):
+                so_far = "confirming the leaders"
+            else:
+                if record.provider == TRITON and record.status == OK and record.throughput:
+                    best[key] = max(best.get(key, 0.0), record.throughput)
+                so_far = f"best {best[key]:.4g} {record.metric}" if key in best else "no winner yet"
             progress.update(bar, advance=1, description=(
                 f"{request.spec.name} {record.dtype} {record.shape}  {so_far}"))
 
@@ -194,6 +201,10 @@ def _run_with_progress(request, console):
     if result.already_done:
         console.print(f"{result.already_done} task(s) already measured in "
                       f"{result.results_file} were skipped (use --fresh to measure again).")
+    confirmed = sum(r.run_id == result.run_id and is_confirmation(r) for r in result.records)
+    if confirmed:
+        console.print(f"{confirmed} leader(s) and baseline(s) were timed again in a fresh "
+                      "process; winners are chosen by those times.")
     if result.measured == 0:
         console.print("Nothing new to measure.")
     return result

@@ -1,0 +1,192 @@
+"""Confirming the leaders: after a shape is swept, its fastest configs and every baseline are
+timed again in a fresh worker, and winners are chosen by those times.
+
+The sweep loop runs here with a scripted worker (canned first and confirmation times), so
+each scenario is exact; test_sweep.py runs the real thing in the interpreter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tritonbench_lab.records import (
+    CONFIRMATION,
+    OK,
+    TRITON,
+    WRONG_RESULT,
+    Record,
+    fastest,
+    is_confirmation,
+    standing,
+)
+from tritonbench_lab.space import config_text
+from tritonbench_lab.worker import Outcome
+
+WIDTHS = (1, 2, 4, 8)  # num_warps of the configs swept below; 64x4096 prunes none of them
+
+
+def row(provider="triton", config="w=1", p50=1.0, status=OK, confirmed=False, **kw) -> Record:
+    base = dict(run_id="r", timestamp="2026-11-30T10:00:00+00:00", kernel="k",
+                provider=provider, dtype="fp32", shape="64x4096", config=config,
+                status=status, error="", max_abs_error=0.0, p20_ms=p50, p50_ms=p50, p80_ms=p50,
+                throughput=1 / p50 if p50 else None, metric="GB/s", compile_s=0.1,
+                timing="do_bench" + (CONFIRMATION if confirmed else ""), seed=0,
+                gpu="G", gpu_slug="g", driver="", cuda="", torch="t", triton="tr", tlab="tl")
+    return Record(**{**base, **kw})
+
+
+# --- which rows stand ----------------------------------------------------------------------
+
+def test_a_confirmation_replaces_the_rows_of_its_config_and_only_those():
+    first, other = row(config="w=1", p50=1.0), row(config="w=2", p50=1.1)
+    confirmed = row(config="w=1", p50=1.3, confirmed=True)
+    assert standing([first, other, confirmed]) == [other, confirmed]
+    newer = row(config="w=1", p50=1.2, confirmed=True)
+    assert standing([first, confirmed, other, newer]) == [other, newer]
+    assert standing([first, other]) == [first, other]
+
+
+def test_a_failed_confirmation_stands_too():
+    first = row(config="w=1", p50=1.0)
+    failed = row(config="w=1", p50=None, status=WRONG_RESULT, confirmed=True)
+    assert standing([first, failed]) == [failed]
+
+
+def test_fastest_is_among_the_confirmed_when_any_is():
+    confirmed, unconfirmed = row(config="w=1", p50=1.3, confirmed=True), row(config="w=2", p50=1.1)
+    assert fastest([unconfirmed, confirmed]) is confirmed
+    assert fastest([unconfirmed, row(config="w=4", p50=1.2)]) is unconfirmed
+    assert fastest([]) is None
+
+
+def test_winner_and_its_baseline_ratio_come_from_the_confirmations():
+    from tritonbench_lab.tuned import compute_winners
+
+    rows = [row("torch", "", 2.0), row(config="w=1", p50=1.0), row(config="w=2", p50=1.05),
+            row(config="w=4", p50=1.1),
+            row("torch", "", 2.2, confirmed=True), row(config="w=1", p50=1.3, confirmed=True),
+            row(config="w=2", p50=1.06, confirmed=True)]
+    (winner,) = compute_winners(rows)
+    assert (winner["config"], float(winner["p50_ms"])) == ("w=2", 1.06)
+    assert float(winner["speedup"]) == pytest.approx(2.2 / 1.06)
+
+
+# --- which rows are re-timed -----------------------------------------------------------------
+
+def test_leaders_to_confirm_are_the_fastest_configs_and_every_baseline():
+    from tritonbench_lab.sweep import leaders_to_confirm
+
+    rows = [row("torch", "", 2.0), row("compiled", "", 1.9), row(config="w=1", p50=1.2),
+            row(config="w=2", p50=1.0), row(config="w=4", p50=1.1),
+            row(config="w=8", p50=None, status=WRONG_RESULT)]
+    got = [(r.provider, r.config) for r in leaders_to_confirm(rows, 2)]
+    assert got == [(TRITON, "w=2"), (TRITON, "w=4"), ("torch", ""), ("compiled", "")]
+    assert leaders_to_confirm(rows, 0) == []
+    # w=2 came out slow: w=1 enters the top two; confirmed rows are not timed again.
+    rows += [row(c, "", 2.0, confirmed=True) for c in ("torch", "compiled")]
+    rows += [row(config="w=2", p50=1.5, confirmed=True), row(config="w=4", p50=1.1, confirmed=True)]
+    assert [(r.provider, r.config) for r in leaders_to_confirm(rows, 2)] == [(TRITON, "w=1")]
+
+
+# --- the sweep loop, with a scripted worker ------------------------------------------------------
+
+class ScriptedWorker:
+    """Answers each task with the next of its scripted p50 times; logs tasks and stops."""
+
+    def __init__(self, times: dict[str, list[float]], log: list[str]):
+        self.times = {k: list(v) for k, v in times.items()}
+        self.log = log
+
+    def run(self, task, timeouts) -> Outcome:
+        name = task.provider if task.provider != TRITON else f"w={task.config['num_warps']}"
+        self.log.append(name)
+        p50 = self.times[name].pop(0)
+        return Outcome(OK, "", 0.0, p50, p50, p50, 0.1)
+
+    def stop(self) -> None:
+        self.log.append("stop")
+
+
+def scripted_sweep(tmp_path, monkeypatch, times, confirm):
+    import torch
+    from test_sweep import request_for
+
+    from tritonbench_lab import sweep as sweep_mod
+    from tritonbench_lab.cli.sweep_cmd import narrowed
+    from tritonbench_lab.kernels.softmax import SPEC
+    from tritonbench_lab.store import load_records
+    from tritonbench_lab.tuned import load_winners
+
+    log: list[str] = []
+    monkeypatch.setattr(sweep_mod, "Worker", lambda *a, **k: ScriptedWorker(times, log))
+    space = narrowed(SPEC.space, {"ROWS": (1,), "num_warps": WIDTHS, "PER_SM": (0,),
+                                  "SPLIT": (1,)})
+    request = dataclasses.replace(
+        request_for(SPEC, [torch.float32], [SPEC.shape(64, 4096)], tmp_path, space=space),
+        confirm=confirm)
+    result = sweep_mod.run_sweep(request)
+    (winner,) = load_winners(result.configs_file)
+    return log, load_records(result.results_file), winner
+
+
+BASELINES = ("torch", "unfused", "compiled")
+
+
+def test_leaders_are_retimed_in_a_fresh_worker_and_slow_ones_let_the_next_in(
+        tmp_path, monkeypatch):
+    times = {b: [2.0, 2.2] for b in BASELINES}
+    # first times, then confirmations: w=1 and w=2 were lucky, w=4 and w=8 are steady.
+    times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
+    log, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2)
+    sweep_part = [*BASELINES, "w=1", "w=2", "w=4", "w=8"]
+    assert log[:len(sweep_part) + 1] == [*sweep_part, "stop"]  # a fresh worker from here
+    assert log[len(sweep_part) + 1:-1] == ["w=1", "w=2", *BASELINES, "w=4", "w=8"]
+    confirmations = [r for r in rows if is_confirmation(r)]
+    assert len(confirmations) == 4 + len(BASELINES)
+    assert {r.run_id for r in rows} == {confirmations[0].run_id}
+    assert (winner["config"], float(winner["p50_ms"])) == (
+        config_text({"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1}), 1.04)
+    assert float(winner["speedup"]) == pytest.approx(2.2 / 1.04)
+
+
+def test_rounds_are_capped_and_the_winner_is_still_a_confirmed_config(tmp_path, monkeypatch):
+    times = {b: [2.0, 2.0] for b in BASELINES}
+    times |= {f"w={w}": [1.0 + w / 100, 9.0 - w / 100] for w in WIDTHS}  # every one slower
+    log, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=1)
+    # Two rounds (1 + confirm): w=1 with the baselines, then w=2; w=4 stays unconfirmed.
+    assert log[log.index("stop") + 1:-1] == ["w=1", *BASELINES, "w=2"]
+    assert float(winner["p50_ms"]) == 9.0 - 2 / 100 and "num_warps=2" in winner["config"]
+
+
+def test_plots_pick_the_same_winner(tmp_path, monkeypatch):
+    from tritonbench_lab.measurements import TUNED, load_frame, series
+
+    times = {b: [2.0, 2.2] for b in BASELINES}
+    times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
+    _, _, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2)
+    tuned = series(load_frame(tmp_path / "results" / "interpreter", "softmax"), "fp32")[TUNED]
+    assert list(tuned["p50_ms"]) == [float(winner["p50_ms"])] == [1.04]
+    torch_line = series(load_frame(tmp_path / "results" / "interpreter", "softmax"), "fp32")["torch"]
+    assert list(torch_line["p50_ms"]) == [2.2]
+
+
+# --- tlab check times a winner as it was timed -----------------------------------------------
+
+def test_check_finds_the_do_bench_budget_each_winner_was_recorded_with(tmp_path):
+    from tritonbench_lab.check import recorded_budgets
+    from tritonbench_lab.store import ResultsWriter
+    from tritonbench_lab.timing import BenchOptions
+
+    method = BenchOptions(warmup_ms=10, rep_ms=50).method(interpreting=False)
+    assert "rep=50ms" in method
+    ResultsWriter(tmp_path / "results" / "g" / "k.csv").append([
+        row(config="w=1", run_id="a", timing=method),
+        row(config="w=2", run_id="b", timing=method + CONFIRMATION),
+        row(config="w=4", run_id="b", timing="interpreter wall clock, median of 3"),
+        row(config="w=8", run_id="b", p50=None, status=WRONG_RESULT, timing="")])
+    budgets = recorded_budgets(tmp_path / "configs" / "g" / "k.csv")
+    assert budgets == {(run, "fp32", "64x4096", config): BenchOptions(warmup_ms=10, rep_ms=50)
+                       for run, config in (("a", "w=1"), ("b", "w=2"))}
+    assert recorded_budgets(tmp_path / "configs" / "other" / "k.csv") == {}
