@@ -32,7 +32,9 @@ import triton
 import triton.language as tl
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
-NEG_INF_PAIR: tl.constexpr = tl.constexpr(-8323200)  # 0xFF80FF80: two bf16 -inf
+sys.path.insert(0, "scripts")
+# bf16 pairs in an int32: split into fp32 halves, packed back, made to depend on a value.
+from probe_wide import NEG_INF_PAIR, _after, _hi, _lo, _pack  # noqa: E402
 
 
 @triton.jit
@@ -86,30 +88,6 @@ def num_kernel(x_ptr, y_ptr, stats_ptr, n_cols, sxm, sym, PIECE: tl.constexpr,
             tl.store(y_ptr + row * sym + cols, out, mask=mask, cache_modifier=".cs")
         else:
             tl.store(y_ptr + row * sym + cols, out, mask=mask)
-
-
-@triton.jit
-def _after(v, dep, zero):
-    """v, made to depend on `dep` (zero is a runtime 0), so the unpacking below is redone
-    after the wait instead of its fp32 results being kept alive across it."""
-    return v + dep * zero
-
-
-@triton.jit
-def _lo(v):
-    return (v << 16).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _hi(v):
-    return (v & -65536).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _pack(lo, hi):
-    lo16 = lo.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
-    hi16 = hi.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32)
-    return (hi16 << 16) | lo16
 
 
 @triton.jit

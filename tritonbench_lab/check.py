@@ -14,7 +14,6 @@ winner timed for 50 ms by its sweep measured up to 13% slower timed for 100 ms.
 from __future__ import annotations
 
 import csv
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,9 +181,6 @@ class Retimed:
         return None if self.measured_ms is None else self.measured_ms / self.recorded_ms
 
 
-BUDGET = re.compile(r"do_bench warmup=(\d+)ms rep=(\d+)ms")
-
-
 def recorded_budgets(path: Path) -> dict:
     """(run_id, dtype, shape, config) -> the BenchOptions its row in the results file beside
     configs/ (results/<gpu>/<kernel>.csv) was timed with; empty without that file."""
@@ -194,10 +190,9 @@ def recorded_budgets(path: Path) -> dict:
     results = path.parents[2] / "results" / path.parent.name / path.name
     budgets = {}
     for r in load_records(results) if results.is_file() else []:
-        match = BUDGET.search(r.timing)
-        if match and r.p50_ms:
-            budgets[(r.run_id, r.dtype, r.shape, r.config)] = BenchOptions(
-                warmup_ms=int(match[1]), rep_ms=int(match[2]))
+        bench = BenchOptions.of_method(r.timing)
+        if bench and r.p50_ms:
+            budgets[(r.run_id, r.dtype, r.shape, r.config)] = bench
     return budgets
 
 

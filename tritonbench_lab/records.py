@@ -87,8 +87,8 @@ def standing(rows: list[Record]) -> list[Record]:
     confirmation, only its newest confirmation; for any other key, all its rows.
 
     Why: a sweep's fastest config is the minimum of many noisy times, so its own time is
-    biased low, and one process's memory placement can favour it; its confirmation, timed
-    in another process after it was picked, is not chosen on its own noise. Order is kept."""
+    biased low, and times move between processes; its confirmation, timed in another
+    process after it was picked, is not chosen on its own noise. Order is kept."""
     newest: dict[tuple[str, ...], Record] = {}
     for r in rows:
         if is_confirmation(r):

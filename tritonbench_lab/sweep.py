@@ -255,7 +255,8 @@ def run_sweep(request: SweepRequest,
         if request.confirm:
             worker.stop()  # the leaders are timed again in a fresh process
             # With --fresh only this run's rows compete; otherwise every row of this toolchain.
-            toolchain = _key(request, planned[0].task)[:4]
+            fp = request.fingerprint
+            toolchain = (fp.gpu_slug, fp.torch, fp.triton, fp.tlab)  # KEY_COLUMNS[:4]
             rows = list(records) if request.fresh else [
                 r for r in load_records(results_file) if r.key()[:4] == toolchain]
             confirm_leaders(request, rows, more, lambda task: keep(_record(

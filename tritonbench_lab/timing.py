@@ -4,6 +4,7 @@ interpreter. Every number says which of the two produced it (the `timing` column
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -25,6 +26,13 @@ class BenchOptions:
         if interpreting:
             return f"interpreter wall clock, median of {self.interpreter_reps}"
         return f"do_bench warmup={self.warmup_ms}ms rep={self.rep_ms}ms, L2 flushed, CUDA events"
+
+    @classmethod
+    def of_method(cls, text: str) -> BenchOptions | None:
+        """The options a row's `timing` (as method() wrote it) was measured with; None for
+        the interpreter's wall clock or anything else."""
+        match = re.match(r"do_bench warmup=(\d+)ms rep=(\d+)ms,", text)
+        return cls(warmup_ms=int(match[1]), rep_ms=int(match[2])) if match else None
 
 
 def time_call(fn: Callable[[], object], options: BenchOptions,

@@ -103,7 +103,8 @@ def sweep(
     confirm: Annotated[int, typer.Option(
         "--confirm", min=0, help="After the sweep, verify and time again, in a fresh worker "
         "process, each shape's N fastest configs and every baseline; winners are chosen by "
-        "these times (the fastest of many noisy first times is biased low). 0: off.")] = 3,
+        "these times, because the fastest of many noisy first times is biased low. 0 turns "
+        "confirmation off.")] = 3,
     kernel_module: KernelModules = None,
 ) -> None:
     """Tune KERNEL: verify and time every config over the shapes, store rows and winners."""
