@@ -5,23 +5,27 @@ VENV ?= .venv
 # on a GPU machine PyPI's build of the same version carries CUDA.
 TORCH_VERSION ?= 2.13.0
 BIN := $(VENV)/bin
+# Tests run in this many processes (pytest-xdist); CI's machine has two cores.
+TEST_JOBS ?= 2
 
-.PHONY: setup test lint list sweep check plots clean
+.PHONY: setup test lint list sweep check plots plots-check clean
 
 setup: $(VENV)/.installed
 
 # Re-run when the project's dependencies change; torch only when the venv has none.
-$(VENV)/.installed: pyproject.toml
+# constraints.txt pins what must not drift between machines (matplotlib draws the committed
+# pictures, and CI compares them byte for byte).
+$(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install "torch==$(TORCH_VERSION)"
-	$(BIN)/pip install -e ".[dev]"
+	$(BIN)/pip install -c constraints.txt -e ".[dev]"
 	touch $@
 
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_JOBS)
 
 lint: setup
-	$(BIN)/ruff check tritonbench_lab tests examples scripts
+	$(BIN)/ruff check tritonbench_lab tests examples $(wildcard lab)
 
 list: setup
 	$(BIN)/tlab list
@@ -39,10 +43,17 @@ sweep: setup
 check: setup
 	$(BIN)/tlab check
 
-# Pictures and REPORT.md from the committed results (no GPU needed).
+# Pictures and REPORT.md from the committed results (no GPU needed); deterministic.
 plots: setup
-	$(BIN)/tlab plot
-	$(BIN)/tlab report
+	$(BIN)/tlab plot --out plots
+	$(BIN)/tlab report --out plots
+
+# Fails when the committed pictures or REPORT.md are not what the committed results give.
+plots-check: setup
+	rm -rf build/plots-check
+	$(BIN)/tlab plot --out build/plots-check > /dev/null
+	$(BIN)/tlab report --out build/plots-check > /dev/null
+	diff -r plots build/plots-check || { echo "plots/ is stale: run make plots" >&2; exit 1; }
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonbench_lab.calibrate import append_ceilings
-from tritonbench_lab.records import OK, WRONG_RESULT, Record
-from tritonbench_lab.store import ResultsWriter
+from tritonbench_lab.records import OK, WRONG_RESULT, Ceiling, Record
+from tritonbench_lab.store import append_rows
 
 SLUG = "fixture-gpu"
 SHAPES = ["64x1024", "64x4096", "64x16384"]
@@ -33,10 +32,17 @@ def record(provider: str, config: str, shape: str, p50: float, status: str = OK,
         run_id="fixture", timestamp="2026-01-01T00:00:00+00:00", kernel=kernel,
         provider=provider, dtype="fp32", shape=shape, config=config, status=status, error="",
         max_abs_error=0.0, p20_ms=p50 * 0.9, p50_ms=p50, p80_ms=p50 * 1.25,
-        throughput=1000.0 / p50, metric=metric, compile_s=0.1, timing="fixture", seed=0,
-        gpu="Fixture GPU", gpu_slug=SLUG, driver="", cuda="", torch="9.9", triton="9.9",
-        tlab="0",
+        throughput=1000.0 / p50, metric=metric, compile_s=0.1, phase="sweep",
+        method="do_bench", warmup_ms=25, rep_ms=100, seed=0, gpu="Fixture GPU", gpu_slug=SLUG,
+        driver="", cuda="", torch="9.9", triton="9.9", tlab="0", source="fixture",
     )
+
+
+def ceiling(name: str, value: float, metric: str = "GB/s") -> Ceiling:
+    return Ceiling(name=name, metric=metric, value=value, p20_ms=1.0, p50_ms=1.0, p80_ms=1.0,
+                   size="fixture", method="do_bench", warmup_ms=25, rep_ms=200,
+                   gpu="Fixture GPU", gpu_slug=SLUG, torch="9.9", triton="9.9",
+                   timestamp="2026-01-01T00:00:00+00:00")
 
 
 def write_softmax_fixture(root: Path) -> Path:
@@ -47,13 +53,8 @@ def write_softmax_fixture(root: Path) -> Path:
             wrong = config == "ROWS=4 num_warps=8"
             rows.append(record(provider, config, shape, p50 * (index + 1),
                                WRONG_RESULT if wrong else OK))
-    ResultsWriter(folder / "softmax.csv").append(rows)
-    append_ceilings(folder / "ceilings.csv", [{
-        "name": "copy", "metric": "GB/s", "value": repr(COPY_GBPS), "p20_ms": "1",
-        "p50_ms": "1", "p80_ms": "1", "size": "fixture", "timing": "fixture",
-        "gpu": "Fixture GPU", "gpu_slug": SLUG, "torch": "9.9", "triton": "9.9",
-        "timestamp": "2026-01-01T00:00:00+00:00",
-    }])
+    append_rows(folder / "softmax.csv", rows)
+    append_rows(folder / "ceilings.csv", [ceiling("copy", COPY_GBPS)])
     return folder
 
 
@@ -67,5 +68,5 @@ def write_matmul_fixture(root: Path) -> Path:
                 rows.append(record("triton", config, shape, 4096 / (bm * bn), kernel="matmul",
                                    metric="TFLOP/s"))
         rows.append(record("torch", "", shape, 1.0, kernel="matmul", metric="TFLOP/s"))
-    ResultsWriter(folder / "matmul.csv").append(rows)
+    append_rows(folder / "matmul.csv", rows)
     return folder

@@ -48,16 +48,36 @@ def _results_cut_in_the_middle(tmp: Path) -> None:
     """A real results file whose second row (line 3) lost its second half, rows after it kept."""
     from fixture_results import record
 
-    from tritonbench_lab.store import ResultsWriter
+    from tritonbench_lab.store import append_rows
 
     path = tmp / "results" / "interpreter" / "softmax.csv"
     rows = [dataclasses.replace(record("torch", "", shape, 1.0), gpu="interpreter",
                                 gpu_slug="interpreter") for shape in ("64x128", "64x256", "64x512")]
-    ResultsWriter(path).append(rows)
+    append_rows(path, rows)
     lines = path.read_text().splitlines(keepends=True)
     assert len(lines) == 4
     lines[2] = ",".join(lines[2].split(",")[:10]) + "\n"
     path.write_text("".join(lines))
+
+
+def _byte_ff(tmp: Path) -> None:
+    """Committed-looking results, ceilings and configs with one byte 0xff inside a row."""
+    from fixture_results import SLUG, write_softmax_fixture
+
+    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.records import Winner
+    from tritonbench_lab.store import load_records, write_table
+    from tritonbench_lab.winners import pick_winners
+
+    layout = Layout(tmp)
+    write_softmax_fixture(tmp)
+    write_table(layout.configs_file(SLUG, "softmax"),
+                pick_winners(load_records(layout.results_file(SLUG, "softmax"))), Winner)
+    for path in (layout.results_file(SLUG, "softmax"), layout.configs_file(SLUG, "softmax")):
+        path.write_bytes(path.read_bytes().replace(b"ROWS=2", b"ROWS=\xff", 1))
+    interpreter = layout.results_file("interpreter", "softmax")
+    interpreter.parent.mkdir(parents=True)
+    interpreter.write_bytes(layout.results_file(SLUG, "softmax").read_bytes())
 
 
 def _afile(tmp: Path) -> None:
@@ -74,7 +94,7 @@ def _module(text: str):
 # Each case: argv (with {tmp} for the working folder), the phrases its one error line must
 # hold (what is wrong and, where tlab says it, what is accepted), and an optional setup.
 
-SWEEP = ("sweep", "softmax", "--interpret", "--out", "{tmp}")
+SWEEP = ("sweep", "softmax", "--interpret", "--root", "{tmp}")
 
 
 def case(id, args, phrases, setup=None, marks=()):
@@ -96,18 +116,18 @@ CASES = [
     case("softmax-wider-than-single-pass", [*SWEEP, "--dtype", "fp32", "--sizes", "70000"],
          ["rows of 70000 columns", "wider than the 65536"]),
     case("matmul-shape-with-two-dims",
-         ["sweep", "matmul", "--interpret", "--out", "{tmp}", "--shapes", "4096x4096"],
+         ["sweep", "matmul", "--interpret", "--root", "{tmp}", "--shapes", "4096x4096"],
          ["shape '4096x4096' has 2 sizes", "MxNxK (3 sizes) or a single size"]),
     # dtypes and kernels
     case("dtype-bf17", [*SWEEP, "--dtype", "bf17"],
          ["unknown dtype 'bf17'", "accepted are fp32, fp16, bf16"]),
-    case("kernel-matmull", ["sweep", "matmull", "--interpret", "--out", "{tmp}"],
+    case("kernel-matmull", ["sweep", "matmull", "--interpret", "--root", "{tmp}"],
          ["unknown kernel 'matmull'", "did you mean 'matmul'", "known kernels are matmul"]),
     case("matmul-bf16-in-interpreter",
-         ["sweep", "matmul", "--interpret", "--out", "{tmp}", "--dtype", "bf16"],
+         ["sweep", "matmul", "--interpret", "--root", "{tmp}", "--dtype", "bf16"],
          ["cannot run in Triton's interpreter", "11584", "run it on a GPU"]),
     case("planted-fp16", ["sweep", "planted", "--kernel-module", PLANTED, "--interpret",
-                          "--out", "{tmp}", "--dtype", "fp16"],
+                          "--root", "{tmp}", "--dtype", "fp16"],
          ["planted does not support fp16", "it takes fp32"]),
     # --space
     case("space-unknown-preset", [*SWEEP, "--space", "nosuchpreset"],
@@ -120,7 +140,7 @@ CASES = [
          ["ROWS must be a non-empty list of positive integers"], _space('{"ROWS": []}')),
     case("space-zero-where-the-kernel-has-none", [*SWEEP, "--space", "{tmp}/space.json"],
          ["ROWS must be a non-empty list of positive integers"], _space('{"ROWS": [0, 1]}')),
-    case("space-negative-per-sm", ["sweep", "softmax", "--interpret", "--out", "{tmp}",
+    case("space-negative-per-sm", ["sweep", "softmax", "--interpret", "--root", "{tmp}",
                                    "--space", "{tmp}/space.json"],
          ["PER_SM must be a non-empty list of integers >= 0"], _space('{"PER_SM": [-1]}')),
     # results files and --out
@@ -129,41 +149,71 @@ CASES = [
     case("results-csv-cut-mid-file", [*SWEEP, "--dtype", "fp32", "--sizes", "37x129"],
          ["softmax.csv' line 3: 10 fields, expected"], _results_cut_in_the_middle),
     case("out-below-a-regular-file",
-         ["sweep", "softmax", "--interpret", "--out", "{tmp}/afile/sub", "--dtype", "fp32",
+         ["sweep", "softmax", "--interpret", "--root", "{tmp}/afile/sub", "--dtype", "fp32",
           "--sizes", "37x129", "--space", "default"],
          ["afile", "is not a folder"], _afile),
     # --gpu / calibrate without CUDA
-    case("sweep-gpu-without-cuda", ["sweep", "softmax", "--gpu", "--out", "{tmp}"],
+    case("sweep-gpu-without-cuda", ["sweep", "softmax", "--gpu", "--root", "{tmp}"],
          ["--gpu asks for a GPU", "CUDA sees none", "use --interpret"], marks=NO_GPU_ONLY),
-    case("calibrate-without-gpu", ["calibrate", "--out", "{tmp}"],
+    case("calibrate-without-gpu", ["calibrate", "--root", "{tmp}"],
          ["tlab calibrate measures a GPU and needs CUDA", "none is visible"], marks=NO_GPU_ONLY),
     # numeric options (click's own checks)
     case("timeout-zero", [*SWEEP, "--timeout", "0"],
-         ["Invalid value for '--timeout'", "greater than or equal to 1"]),
+         ["Invalid value for '--timeout'", "greater than or equal to 1",
+          "Try 'tlab sweep --help' for help."]),
+    case("timeout-inf", [*SWEEP, "--timeout", "inf"],
+         ["Invalid value for '--timeout'", "must be a finite number of seconds"]),
+    case("compile-timeout-nan", [*SWEEP, "--compile-timeout", "nan"],
+         ["Invalid value for '--compile-timeout'"]),
     case("rep-ms-zero", [*SWEEP, "--rep-ms", "0"],
          ["Invalid value for '--rep-ms'", "greater than or equal to 1"]),
     case("seed-abc", [*SWEEP, "--seed", "abc"], ["Invalid value for '--seed'", "valid integer"]),
     # --kernel-module
     case("kernel-module-missing", [*SWEEP, "--kernel-module", "{tmp}/missing.py"],
-         ["missing.py' is not a .py file"]),
+         ["missing.py' does not exist"]),
+    case("kernel-module-not-python", [*SWEEP, "--kernel-module", "{tmp}/afile"],
+         ["afile' is not a .py file"], _afile),
     case("kernel-module-syntax-error", [*SWEEP, "--kernel-module", "{tmp}/kernels.py"],
          ["kernels.py' failed to import (line 2)", "SyntaxError"],
          _module("import torch\ndef broken(:\n")),
     case("kernel-module-without-spec", [*SWEEP, "--kernel-module", "{tmp}/kernels.py"],
          ["kernels.py' defines neither SPEC nor SPECS"], _module("X = 1\n")),
     case("list-kernel-module-missing", ["list", "--kernel-module", "{tmp}/missing.py"],
-         ["missing.py' is not a .py file"]),
+         ["missing.py' does not exist"]),
+    # empty values and sizes the interpreter cannot run in time
+    case("sizes-empty", [*SWEEP, "--sizes", ""], ["--sizes is empty", "leave the option out"]),
+    case("shapes-blank", [*SWEEP, "--shapes", " "], ["--shapes is empty"]),
+    case("dtype-empty", [*SWEEP, "--dtype", ","], ["no dtypes in --dtype", "accepted are"]),
+    case("default-config-pruned", [*SWEEP, "--dtype", "fp32", "--sizes", "8x65536",
+                                   "--space", "default"],
+         ["no config of the space can run softmax fp32 8x65536", "register spills"]),
+    case("interpreter-shape-too-big", [*SWEEP, "--dtype", "fp32", "--shapes", "8192x256"],
+         ["softmax fp32 8192x256 is too big for Triton's interpreter", "about",
+          "; try ", "x256, or run it on a GPU"]),
+    # a damaged CSV (a byte that is not UTF-8) in every command that reads one
+    *[case(f"byte-0xff-{name}", args, ["not UTF-8 text (byte 0xff)", "line "], _byte_ff)
+      for name, args in [
+          ("sweep", [*SWEEP, "--dtype", "fp32", "--sizes", "64x129"]),
+          ("plot", ["plot", "--root", "{tmp}", "--out", "{tmp}/plots"]),
+          ("report", ["report", "--root", "{tmp}", "--out", "{tmp}/plots"]),
+          ("compare", ["compare", "fixture-gpu", "interpreter", "--root", "{tmp}", "--out",
+                       "{tmp}/plots"]),
+          ("check", ["check", "--root", "{tmp}", "--interpret"]),
+          ("export", ["export", "softmax", "--root", "{tmp}", "--out", "{tmp}/exported"]),
+          ("targets", ["targets", "--root", "{tmp}"]),
+      ]],
     # commands and arguments
-    case("unknown-command", ["frobnicate"], ["No such command 'frobnicate'"]),
-    case("sweep-without-kernel", ["sweep", "--interpret", "--out", "{tmp}"],
-         ["Missing argument 'kernel'"]),
+    case("unknown-command", ["frobnicate"], ["No such command 'frobnicate'",
+                                             "Try 'tlab --help' for help."]),
+    case("sweep-without-kernel", ["sweep", "--interpret", "--root", "{tmp}"],
+         ["Missing argument 'KERNEL'"]),
     case("compare-one-folder", ["compare", "{tmp}", "--root", "{tmp}", "--out", "{tmp}/plots"],
          ["compare needs at least two results folders or GPU slugs"]),
     case("compare-missing-folders",
          ["compare", "{tmp}/nope", "{tmp}/nope2", "--root", "{tmp}", "--out", "{tmp}/plots"],
          ["no results for '{tmp}/nope'", "neither a folder nor a GPU under '{tmp}/results'"]),
     case("plot-unknown-gpu",
-         ["plot", "--gpu", "no-such-gpu", "--root", "{tmp}", "--out", "{tmp}/plots"],
+         ["plot", "--gpu-name", "no-such-gpu", "--root", "{tmp}", "--out", "{tmp}/plots"],
          ["no results for 'no-such-gpu'", "neither a folder nor a GPU under '{tmp}/results'"]),
     case("report-empty-root", ["report", "--root", "{tmp}", "--out", "{tmp}/plots"],
          ["no GPU results under '{tmp}/results'", "run `tlab sweep` first"]),
@@ -239,7 +289,7 @@ def test_any_sizes_and_dtype_text_is_one_line_error_or_reaches_the_sweep(sizes, 
     from tritonbench_lab.cli import main
 
     out = tmp_path / "out"
-    argv = ["sweep", "softmax", "--interpret", "--out", str(out)]
+    argv = ["sweep", "softmax", "--interpret", "--root", str(out)]
     if sizes is not None:
         argv += ["--sizes", sizes]
     if dtype is not None:

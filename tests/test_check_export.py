@@ -1,5 +1,6 @@
 """tlab check (the CI gate on committed configs) and tlab export, on copies of configs/."""
 
+import dataclasses
 import importlib.util
 import os
 import shutil
@@ -32,10 +33,35 @@ def edit(path: Path, old: str, new: str, count: int = 1) -> None:
     path.write_text(text.replace(old, new, count))
 
 
-def test_committed_configs_pass(root):
-    result = tlab("check", "--root", str(root), "--interpret")
+def test_committed_configs_pass():
+    # The repository itself: configs, and the results they must be the winners of.
+    result = tlab("check", "--root", str(REPO), "--interpret")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 error(s)" in result.stdout
+
+
+def test_configs_that_are_not_what_their_results_pick_fail(tmp_path):
+    from fixture_results import SLUG, write_softmax_fixture
+
+    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.records import Winner
+    from tritonbench_lab.store import load_records, write_table
+    from tritonbench_lab.winners import pick_winners
+
+    layout = Layout(tmp_path)
+    write_softmax_fixture(tmp_path)
+    winners = pick_winners(load_records(layout.results_file(SLUG, "softmax")))
+    assert len(winners) == 3
+    # A winner swapped for a slower config, and the last shape's row lost.
+    edited = [winners[0], dataclasses.replace(winners[1], config="ROWS=1 num_warps=4")]
+    write_table(layout.configs_file(SLUG, "softmax"), edited, Winner)
+    result = tlab("check", "--root", str(tmp_path), "--interpret", "--no-timing")
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 2, result.stderr
+    assert "softmax.csv:3: error: fp32 64x4096: the results pick 'ROWS=2 num_warps=8'" in errors[0]
+    assert "no row for 1 winner(s)" in errors[1] and "fp32 64x16384" in errors[1]
+    assert "re-run `tlab sweep softmax`" in errors[0]
 
 
 def test_configs_tuned_before_a_parameter_was_added_still_pass(root):
@@ -70,7 +96,7 @@ def test_corrupted_files_fail_with_one_line_per_problem(root):
         "matmul.csv:1": "columns do not match the winners schema (missing: p50_ms; unexpected: p50)",
         "softmax.csv:": "is outside the softmax space: ROWS=3 is not one of",
         "rmsnorm.csv:": "unknown parameter(s) SPLIT",
-        "add_rmsnorm.csv:2": "p50_ms is not a positive number: 'fast'",
+        "add_rmsnorm.csv:2": "p50_ms is not a number: 'fast'",
         "layernorm.csv:1": "unknown kernel 'layernorm'",
     }
     for where, reason in expected.items():
@@ -83,12 +109,15 @@ def test_corrupted_files_fail_with_one_line_per_problem(root):
 def test_a_config_that_computes_wrong_is_an_error():
     # Every config of the built-in spaces is correct, so plant a wrong one: the test kernel
     # module's MODE=1 adds 1 to every output.
+    from test_targets import winner
+
     from tritonbench_lab.check import run_configs
     from tritonbench_lab.kernels import load_kernel_module
 
     load_kernel_module(REPO / "tests" / "planted_kernels.py")
-    rows = [{"kernel": "planted", "dtype": "fp32", "config": f"BLOCK=128 MODE={m} num_warps=4",
-             "line": 2 + m} for m in (0, 1)]
+    rows = [(2 + m, dataclasses.replace(winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"),
+                                        config=f"BLOCK=128 MODE={m} num_warps=4"))
+            for m in (0, 1)]
     problems = run_configs(Path("planted.csv"), rows, "cpu" if os.environ.get(
         "TRITON_INTERPRET") == "1" else "cuda")
     assert [p.row for p in problems] == [3]
@@ -103,7 +132,7 @@ def test_stale_rows_are_warnings_not_errors(root):
     current = triton.__version__
     stale = "2.9.0" if not current.startswith("2.9") else "3.0.0"
     (folder / "matmul.csv").write_text(text.replace(",3.6.0,", f",{stale},"))
-    result = tlab("check", "--root", str(root), "--interpret")
+    result = tlab("check", "--root", str(root), "--interpret", "--kernel", "matmul")
     assert result.returncode == 0
     assert f"tuned under triton {stale}" in result.stderr
 
@@ -161,13 +190,14 @@ def test_export_of_an_untuned_kernel_is_a_one_line_error(tmp_path):
 def test_check_runs_configs_completed_with_added_parameters(tmp_path):
     # The planted kernel's launcher reads MODE itself; a row written before MODE existed
     # only runs if check launches the completed config.
-    from tritonbench_lab.tuned import WINNER_COLUMNS, write_winners
+    from test_targets import winner
 
-    row = dict.fromkeys(WINNER_COLUMNS, "1.0")
-    row.update(kernel="planted", dtype="fp32", shape="1000", config="BLOCK=128 num_warps=4",
-               metric="GB/s", gpu="interpreter", torch="9", triton="9", date="2026-01-01",
-               run_id="fixture", best_baseline="torch")
-    write_winners(tmp_path / "configs" / "interpreter" / "planted.csv", [row])
+    from tritonbench_lab.records import Winner
+    from tritonbench_lab.store import write_table
+
+    row = dataclasses.replace(winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"),
+                              config="BLOCK=128 num_warps=4")
+    write_table(tmp_path / "configs" / "interpreter" / "planted.csv", [row], Winner)
     result = tlab("check", "--root", str(tmp_path), "--interpret", "--kernel-module",
                   str(REPO / "tests" / "planted_kernels.py"))
     assert result.returncode == 0, result.stdout + result.stderr

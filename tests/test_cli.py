@@ -13,10 +13,33 @@ def tlab(*args, env=None, cwd=None):
                           text=True, env=full_env, cwd=cwd, timeout=300)
 
 
-def test_help_lists_the_commands():
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_help_lists_the_commands_and_offers_completion():
     result = tlab("--help")
     assert result.returncode == 0
     assert "list" in result.stdout and "Tune Triton kernels" in result.stdout
+    assert "--install-completion" in result.stdout
+
+
+def test_completion_offers_kernels_and_dtypes():
+    from tritonbench_lab.cli.options import complete_dtypes, complete_kernels
+
+    assert complete_kernels("so") == ["softmax"]
+    assert set(complete_kernels("")) >= {"matmul", "softmax", "rmsnorm", "add_rmsnorm"}
+    assert complete_dtypes("b") == ["bf16"]
+    assert complete_dtypes("fp32,f") == ["fp32,fp32", "fp32,fp16"]
+
+
+def test_list_with_a_kernel_module_chooses_the_backend_before_loading_it():
+    # As a user runs it: no TRITON_INTERPRET in the environment (the test session sets it).
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    result = subprocess.run([sys.executable, "-m", "tritonbench_lab", "list",
+                             "--kernel-module", "examples/axpy.py"], capture_output=True,
+                            text=True, env=env, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "axpy" in result.stdout
 
 
 def test_version():
@@ -41,9 +64,10 @@ def test_list_shows_every_kernel_with_space_dtypes_baselines_and_shapes():
 
 
 ONE_LINE_ERRORS = [
-    (["list", "--kernel-module", "does/not/exist.py"], "is not a .py file"),
-    (["list", "--no-such-option"], "No such option: --no-such-option"),
+    (["list", "--kernel-module", "does/not/exist.py"], "does not exist"),
+    (["list", "--no-such-option"], "No such option: --no-such-option Try 'tlab list --help'"),
     (["frobnicate"], "No such command 'frobnicate'"),
+    (["plot", "--format", "gif"], "unknown picture format 'gif': accepted are svg, png"),
 ]
 
 

@@ -1,7 +1,7 @@
 """`tlab compare`: winners across GPUs, % of own ceiling, config portability, pictures.
 
 The GPUs here are TEST DATA, not measurements: results folders 'fixture-a' and 'fixture-b'
-written by the real writer (store.ResultsWriter) with hand-picked times, so every number
+written by the real writer (store.append_rows) with hand-picked times, so every number
 below can be checked by hand. Matmul shapes are round (1000^3 = 2e9 flops), so throughput
 = 2*M*N*K / p50 is a round number too.
 """
@@ -15,11 +15,9 @@ from pathlib import Path
 import pytest
 
 from tritonbench_lab import compare as cmp
-from tritonbench_lab.calibrate import CEILING_COLUMNS, append_ceilings
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import GBPS, OK, OUT_OF_RESOURCES, TFLOPS, TRITON, Record
-from tritonbench_lab.store import ResultsWriter
-from tritonbench_lab.tuned import load_winners
+from tritonbench_lab.records import GBPS, OK, OUT_OF_RESOURCES, TFLOPS, TRITON, Ceiling, Record
+from tritonbench_lab.store import append_rows, load_winners
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_H200 = REPO / "results" / "nvidia-h200"
@@ -65,16 +63,16 @@ def fixture_record(slug: str, shape: str, config: str, p50: float | None, status
         kernel=kernel, provider=TRITON, dtype=dtype, shape=shape, config=config,
         status=status, error="" if status == OK else "test data", max_abs_error=None,
         p20_ms=p50 if timed else None, p50_ms=p50, p80_ms=p50 if timed else None,
-        throughput=value if timed else None, metric=metric, compile_s=None,
-        timing="TEST DATA, hand-picked times" if timed else "", seed=0,
+        throughput=value if timed else None, metric=metric, compile_s=None, phase="sweep",
+        method="do_bench" if timed else "", warmup_ms=None, rep_ms=None, seed=0,
         gpu=f"TEST FIXTURE {slug}", gpu_slug=slug, driver="", cuda="", torch="test",
-        triton="test", tlab="test")
+        triton="test", tlab="test", source="TEST DATA")
 
 
 def write_gpu(root: Path, slug: str, rows, kernel: str = "matmul", dtype: str = "bf16") -> Path:
     folder = root / "results" / slug
-    ResultsWriter(folder / f"{kernel}.csv").append(
-        fixture_record(slug, *row, kernel=kernel, dtype=dtype) for row in rows)
+    append_rows(folder / f"{kernel}.csv",
+                [fixture_record(slug, *row, kernel=kernel, dtype=dtype) for row in rows])
     return folder
 
 
@@ -84,9 +82,10 @@ def gpus(tmp_path_factory) -> tuple[Path, Path]:
     a = write_gpu(root, "fixture-a", FIXTURE_A)
     b = write_gpu(root, "fixture-b", FIXTURE_B)
     # Only A is calibrated: matmul_bf16 ceiling of 200 TFLOP/s (test data).
-    ceiling = dict.fromkeys(CEILING_COLUMNS, "test")
-    append_ceilings(a / "ceilings.csv", [{**ceiling, "name": "matmul_bf16", "metric": TFLOPS,
-                                          "value": "200.0", "timestamp": "2025-01-01"}])
+    append_rows(a / "ceilings.csv", [Ceiling(
+        name="matmul_bf16", metric=TFLOPS, value=200.0, p20_ms=1.0, p50_ms=1.0, p80_ms=1.0,
+        size="test", method="do_bench", warmup_ms=None, rep_ms=None, gpu="test", gpu_slug="a",
+        torch="test", triton="test", timestamp="2025-01-01")])
     return a, b
 
 
@@ -128,9 +127,9 @@ def test_partial_overlap_is_noted_and_pictures_are_written(gpus, tmp_path):
     assert (only.kernel, only.dtype) == ("matmul", "bf16")
     assert only.left_out == {"fixture-a": ["8000x8000x8000"], "fixture-b": ["500x500x500"]}
     assert len(only.portability) == 6  # 3 shared shapes x 2 directions
-    paths = cmp.draw(only, tmp_path)
+    paths = cmp.draw(only, tmp_path, ("svg", "png"))
     stem = tmp_path / "compare" / "matmul-bf16-fixture-a-vs-fixture-b"
-    assert paths == [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".svg")]
+    assert paths == [stem.with_name(stem.name + ".svg"), stem.with_name(stem.name + ".png")]
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
@@ -151,7 +150,7 @@ def test_no_common_dtype_kernel_or_shape_names_what_each_side_has(gpus, tmp_path
                                         "fixture-softmax has softmax"):
         cmp.compare([a, softmax])
     with pytest.raises(TlabError, match="no results for kernel 'softmax' in .*fixture-a"):
-        cmp.compare([a, softmax], kernel="softmax")
+        cmp.compare([a, softmax], kernel=["softmax"])
 
 
 def tlab(*args, cwd=REPO):
@@ -173,7 +172,7 @@ def test_cli_prints_the_table_and_the_picture_path(gpus, tmp_path):
     assert "40% matmul_bf16" in out  # 80 TFLOP/s of A's 200
     assert "left out: fixture-a has 8000x8000x8000" in out
     assert "No ceilings for fixture-b" in out
-    assert (tmp_path / "compare" / "matmul-bf16-fixture-a-vs-fixture-b.png").is_file()
+    assert (tmp_path / "compare" / "matmul-bf16-fixture-a-vs-fixture-b.svg").is_file()
     assert f"picture: {tmp_path / 'compare'}" in out
 
 
@@ -195,14 +194,14 @@ def test_cli_missing_input_is_one_line_exit_2(gpus, tmp_path, args, phrase):
 def test_real_h200_results_against_a_fixture(tmp_path):
     # The fixture runs the H200's 2048^3 winner (as committed) 4x slower than its own best
     # (test data).
-    (h200_winner,) = [w["config"] for w in load_winners(REPO / "configs" / "nvidia-h200" / "matmul.csv")
-                      if (w["dtype"], w["shape"]) == ("bf16", "2048x2048x2048")]
+    (h200_winner,) = [w.config for w in load_winners(REPO / "configs" / "nvidia-h200" / "matmul.csv")
+                      if (w.dtype, w.shape) == ("bf16", "2048x2048x2048")]
     fixture = write_gpu(tmp_path, "fixture-b", [
         ("1024x1024x1024", SMALL, 0.05, OK),
         ("2048x2048x2048", MID, 0.1, OK),
         ("2048x2048x2048", h200_winner, 0.4, OK),
     ])
-    comparisons, _ = cmp.compare([REAL_H200, fixture], kernel="matmul", dtype="bf16")
+    comparisons, _ = cmp.compare([REAL_H200, fixture], kernel=["matmul"], dtype=["bf16"])
     (only,) = comparisons
     assert set(only.frame["shape"]) == {"1024x1024x1024", "2048x2048x2048"}
     h200 = only.frame[only.frame["gpu"] == "nvidia-h200"].set_index("shape")

@@ -12,13 +12,11 @@ import dataclasses
 import pytest
 
 from tritonbench_lab.records import (
-    CONFIRMATION,
     OK,
     TRITON,
     WRONG_RESULT,
     Record,
     fastest,
-    is_confirmation,
     standing,
 )
 from tritonbench_lab.space import config_text
@@ -32,8 +30,9 @@ def row(provider="triton", config="w=1", p50=1.0, status=OK, confirmed=False, **
                 provider=provider, dtype="fp32", shape="64x4096", config=config,
                 status=status, error="", max_abs_error=0.0, p20_ms=p50, p50_ms=p50, p80_ms=p50,
                 throughput=1 / p50 if p50 else None, metric="GB/s", compile_s=0.1,
-                timing="do_bench" + (CONFIRMATION if confirmed else ""), seed=0,
-                gpu="G", gpu_slug="g", driver="", cuda="", torch="t", triton="tr", tlab="tl")
+                phase="confirm" if confirmed else "sweep", method="do_bench", warmup_ms=25,
+                rep_ms=100, seed=0, gpu="G", gpu_slug="g", driver="", cuda="", torch="t",
+                triton="tr", tlab="tl", source="s")
     return Record(**{**base, **kw})
 
 
@@ -62,15 +61,15 @@ def test_fastest_is_among_the_confirmed_when_any_is():
 
 
 def test_winner_and_its_baseline_ratio_come_from_the_confirmations():
-    from tritonbench_lab.tuned import compute_winners
+    from tritonbench_lab.winners import pick_winners
 
     rows = [row("torch", "", 2.0), row(config="w=1", p50=1.0), row(config="w=2", p50=1.05),
             row(config="w=4", p50=1.1),
             row("torch", "", 2.2, confirmed=True), row(config="w=1", p50=1.3, confirmed=True),
             row(config="w=2", p50=1.06, confirmed=True)]
-    (winner,) = compute_winners(rows)
-    assert (winner["config"], float(winner["p50_ms"])) == ("w=2", 1.06)
-    assert float(winner["speedup"]) == pytest.approx(2.2 / 1.06)
+    (winner,) = pick_winners(rows)
+    assert (winner.config, winner.p50_ms) == ("w=2", 1.06)
+    assert winner.speedup == pytest.approx(2.2 / 1.06)
 
 
 # --- which rows are re-timed -----------------------------------------------------------------
@@ -114,15 +113,13 @@ def scripted_sweep(tmp_path, monkeypatch, times, confirm):
     from test_sweep import request_for
 
     from tritonbench_lab import sweep as sweep_mod
-    from tritonbench_lab.cli.sweep_cmd import narrowed
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.store import load_records
-    from tritonbench_lab.tuned import load_winners
+    from tritonbench_lab.store import load_records, load_winners
 
     log: list[str] = []
     monkeypatch.setattr(sweep_mod, "Worker", lambda *a, **k: ScriptedWorker(times, log))
-    space = narrowed(SPEC.space, {"ROWS": (1,), "num_warps": WIDTHS, "PER_SM": (0,),
-                                  "SPLIT": (1,)})
+    space = SPEC.space.narrow({"ROWS": (1,), "num_warps": WIDTHS, "PER_SM": (0,),
+                               "SPLIT": (1,)})
     request = dataclasses.replace(
         request_for(SPEC, [torch.float32], [SPEC.shape(64, 4096)], tmp_path, space=space),
         confirm=confirm)
@@ -143,12 +140,12 @@ def test_leaders_are_retimed_in_a_fresh_worker_and_slow_ones_let_the_next_in(
     sweep_part = [*BASELINES, "w=1", "w=2", "w=4", "w=8"]
     assert log[:len(sweep_part) + 1] == [*sweep_part, "stop"]  # a fresh worker from here
     assert log[len(sweep_part) + 1:-1] == ["w=1", "w=2", *BASELINES, "w=4", "w=8"]
-    confirmations = [r for r in rows if is_confirmation(r)]
+    confirmations = [r for r in rows if r.confirmed]
     assert len(confirmations) == 4 + len(BASELINES)
     assert {r.run_id for r in rows} == {confirmations[0].run_id}
-    assert (winner["config"], float(winner["p50_ms"])) == (
+    assert (winner.config, winner.p50_ms) == (
         config_text({"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1}), 1.04)
-    assert float(winner["speedup"]) == pytest.approx(2.2 / 1.04)
+    assert winner.speedup == pytest.approx(2.2 / 1.04)
 
 
 def test_rounds_are_capped_and_the_winner_is_still_a_confirmed_config(tmp_path, monkeypatch):
@@ -157,36 +154,58 @@ def test_rounds_are_capped_and_the_winner_is_still_a_confirmed_config(tmp_path, 
     log, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=1)
     # Two rounds (1 + confirm): w=1 with the baselines, then w=2; w=4 stays unconfirmed.
     assert log[log.index("stop") + 1:-1] == ["w=1", *BASELINES, "w=2"]
-    assert float(winner["p50_ms"]) == 9.0 - 2 / 100 and "num_warps=2" in winner["config"]
+    assert winner.p50_ms == 9.0 - 2 / 100 and "num_warps=2" in winner.config
+
+
+def test_a_finished_sweep_run_again_confirms_nothing(tmp_path, monkeypatch):
+    # The capped case leaves an unconfirmed config in the top N (w=4 above); a second run
+    # must not confirm it, nor anything else: it measures nothing at all.
+    times = {b: [2.0, 2.0] for b in BASELINES}
+    times |= {f"w={w}": [1.0 + w / 100, 9.0 - w / 100] for w in WIDTHS}
+    scripted_sweep(tmp_path, monkeypatch, times, confirm=1)
+    results = tmp_path / "results" / "interpreter" / "softmax.csv"
+    before = results.read_bytes()
+    log, _, _ = scripted_sweep(tmp_path, monkeypatch, {}, confirm=1)
+    assert [entry for entry in log if entry != "stop"] == []
+    assert results.read_bytes() == before
+
+
+def test_a_sweep_cut_short_while_confirming_is_confirmed_by_the_next_run(
+        tmp_path, monkeypatch):
+    times = {b: [2.0, 2.2] for b in BASELINES}
+    times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
+    scripted_sweep(tmp_path, monkeypatch, times, confirm=2)
+    results = tmp_path / "results" / "interpreter" / "softmax.csv"
+    # Keep the sweep rows and the first confirmation only: the run was killed right after it.
+    lines = results.read_text().splitlines(keepends=True)
+    sweep_rows = 1 + len(BASELINES) + len(WIDTHS)
+    results.write_text("".join(lines[:sweep_rows + 1]))
+    log, rows, winner = scripted_sweep(
+        tmp_path, monkeypatch, {"w=2": [1.25], "w=4": [1.04], "w=8": [1.10],
+                                **{b: [2.2] for b in BASELINES}}, confirm=2)
+    # w=1 came out slow (1.30): w=2 and w=4 lead now; then w=2 is slow too and w=8 enters.
+    assert [entry for entry in log if entry != "stop"] == ["w=2", "w=4", *BASELINES, "w=8"]
+    assert winner.p50_ms == 1.04
 
 
 def test_plots_pick_the_same_winner(tmp_path, monkeypatch):
-    from tritonbench_lab.measurements import TUNED, load_frame, series
+    from tritonbench_lab.series import TUNED, series
 
     times = {b: [2.0, 2.2] for b in BASELINES}
     times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
-    _, _, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2)
-    tuned = series(load_frame(tmp_path / "results" / "interpreter", "softmax"), "fp32")[TUNED]
-    assert list(tuned["p50_ms"]) == [float(winner["p50_ms"])] == [1.04]
-    torch_line = series(load_frame(tmp_path / "results" / "interpreter", "softmax"), "fp32")["torch"]
-    assert list(torch_line["p50_ms"]) == [2.2]
+    _, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2)
+    lines = series(rows, "fp32")
+    assert list(lines[TUNED]["p50_ms"]) == [winner.p50_ms] == [1.04]
+    assert list(lines["torch"]["p50_ms"]) == [2.2]
 
 
 # --- tlab check times a winner as it was timed -----------------------------------------------
 
-def test_check_finds_the_do_bench_budget_each_winner_was_recorded_with(tmp_path):
-    from tritonbench_lab.check import recorded_budgets
-    from tritonbench_lab.store import ResultsWriter
-    from tritonbench_lab.timing import BenchOptions
+def test_a_winner_carries_the_do_bench_budget_it_was_timed_with():
+    from tritonbench_lab.winners import pick_winners
 
-    method = BenchOptions(warmup_ms=10, rep_ms=50).method(interpreting=False)
-    assert "rep=50ms" in method
-    ResultsWriter(tmp_path / "results" / "g" / "k.csv").append([
-        row(config="w=1", run_id="a", timing=method),
-        row(config="w=2", run_id="b", timing=method + CONFIRMATION),
-        row(config="w=4", run_id="b", timing="interpreter wall clock, median of 3"),
-        row(config="w=8", run_id="b", p50=None, status=WRONG_RESULT, timing="")])
-    budgets = recorded_budgets(tmp_path / "configs" / "g" / "k.csv")
-    assert budgets == {(run, "fp32", "64x4096", config): BenchOptions(warmup_ms=10, rep_ms=50)
-                       for run, config in (("a", "w=1"), ("b", "w=2"))}
-    assert recorded_budgets(tmp_path / "configs" / "other" / "k.csv") == {}
+    rows = [row(config="w=1", p50=1.0, rep_ms=50, warmup_ms=10),
+            row(config="w=2", p50=1.2, rep_ms=100, confirmed=True, run_id="b", warmup_ms=25)]
+    (winner,) = pick_winners(rows)
+    assert (winner.config, winner.method, winner.warmup_ms, winner.rep_ms) == (
+        "w=2", "do_bench", 25, 100)

@@ -2,7 +2,7 @@
 
 All in Triton's interpreter, through the real CLI in subprocesses. The GPU-only faults
 (illegal address, shared memory) are in tests/planted_kernels.py's `planted_fault` and
-`planted_all`, run on the H200 by scripts/h200_sweeps.sh.
+`planted_all`, run on the GPU by test_gpu_faults_are_contained.
 """
 
 import multiprocessing
@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab.records import COLUMNS, OK, TRITON, Record, is_confirmation
-from tritonbench_lab.store import ResultsWriter, load_records
-from tritonbench_lab.tuned import load_winners
+from tritonbench_lab.records import COLUMNS, OK, TRITON, Record
+from tritonbench_lab.store import append_rows, load_records, load_winners
 
 REPO = Path(__file__).resolve().parent.parent
 PLANTED = str(REPO / "tests" / "planted_kernels.py")
@@ -25,7 +24,7 @@ PLANTED = str(REPO / "tests" / "planted_kernels.py")
 
 def sweep_command(kernel, out, *args):
     return [sys.executable, "-m", "tritonbench_lab", "sweep", kernel, "--kernel-module",
-            PLANTED, "--interpret", "--out", str(out), *args]
+            PLANTED, "--interpret", "--root", str(out), *args]
 
 
 def run(kernel, out, *args, timeout=300):
@@ -36,7 +35,7 @@ def run(kernel, out, *args, timeout=300):
 def rows(out, kernel):
     """The sweep's rows, without the leaders' confirmations (which repeat their keys)."""
     return [r for r in load_records(Path(out) / "results" / "interpreter" / f"{kernel}.csv")
-            if not is_confirmation(r)]
+            if not r.confirmed]
 
 
 def test_every_planted_fault_gets_its_status_and_never_wins(tmp_path):
@@ -57,7 +56,7 @@ def test_every_planted_fault_gets_its_status_and_never_wins(tmp_path):
     assert all(r.max_abs_error == 0.0 and r.p50_ms > 0 for r in good)
     for kernel in ("planted", "planted_hang"):
         (winner,) = load_winners(tmp_path / "configs" / "interpreter" / f"{kernel}.csv")
-        assert "MODE=0" in winner["config"]
+        assert "MODE=0" in winner.config
 
 
 def test_a_hang_costs_no_more_than_its_timeout(tmp_path):
@@ -122,15 +121,15 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
 
 
 def _append_rows(path: str, writer_id: int, count: int) -> None:
-    writer = ResultsWriter(Path(path))
     for index in range(count):
-        writer.append([Record(
+        append_rows(Path(path), [Record(
             run_id=f"writer{writer_id}", timestamp="2026-01-01T00:00:00+00:00", kernel="k",
             provider=TRITON, dtype="fp32", shape=str(index), config=f"W={writer_id}",
             status=OK, error="a, \"quoted\" error\nthat spans lines" * (index % 2),
             max_abs_error=0.0, p20_ms=1.0, p50_ms=1.0, p80_ms=1.0, throughput=1.0,
-            metric="GB/s", compile_s=0.1, timing="t", seed=0, gpu="g", gpu_slug="g",
-            driver="", cuda="", torch="t", triton="t", tlab="0")])
+            metric="GB/s", compile_s=0.1, phase="sweep", method="do_bench", warmup_ms=25,
+            rep_ms=100, seed=0, gpu="g", gpu_slug="g", driver="", cuda="", torch="t",
+            triton="t", tlab="0", source="s")])
 
 
 def test_four_processes_appending_to_one_file_lose_and_tear_nothing(tmp_path):
@@ -162,7 +161,7 @@ def test_four_sweeps_into_one_results_file(tmp_path):
     found = rows(tmp_path, "planted")
     assert len(found) == len({r.key() for r in found}) == 8 * 7
     winners = load_winners(tmp_path / "configs" / "interpreter" / "planted.csv")
-    assert {w["shape"] for w in winners} <= {s for group in sizes for s in group.split(",")}
+    assert {w.shape for w in winners} <= {s for group in sizes for s in group.split(",")}
 
 
 @pytest.mark.gpu

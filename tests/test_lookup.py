@@ -8,8 +8,9 @@ import torch
 from tritonbench_lab import tuned
 from tritonbench_lab.kernels.matmul import SPEC as MATMUL
 from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX
-from tritonbench_lab.sweep import check_round_trip
-from tritonbench_lab.tuned import WINNER_COLUMNS, lookup, write_winners
+from tritonbench_lab.records import Winner
+from tritonbench_lab.store import write_table
+from tritonbench_lab.tuned import lookup
 
 A = "BLOCK_M=64 BLOCK_N=64 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3"
 B = "BLOCK_M=128 BLOCK_N=128 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=4"
@@ -17,10 +18,26 @@ C = "BLOCK_M=128 BLOCK_N=256 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=3"
 
 
 def winner(shape, config, dtype="bf16", kernel="matmul"):
-    row = dict.fromkeys(WINNER_COLUMNS, "")
-    row.update(kernel=kernel, dtype=dtype, shape=shape, config=config, p50_ms="1.0",
-               throughput="100.0", metric="TFLOP/s", gpu="Fixture GPU", torch="9", triton="9")
-    return row
+    return Winner(kernel=kernel, dtype=dtype, shape=shape, config=config, p50_ms=1.0,
+                  throughput=100.0, metric="TFLOP/s", method="do_bench", warmup_ms=25,
+                  rep_ms=100, best_baseline="", baseline_p50_ms=None, baseline_throughput=None,
+                  speedup=None, gpu="Fixture GPU", torch="9", triton="9", tlab="0.1.0",
+                  source="s", date="2026-01-01", run_id="r")
+
+
+def write_winners(path, winners):
+    write_table(path, winners, Winner)
+
+
+def check_round_trip(spec, slug, directory, winners):
+    """What every sweep does after writing its winners (sweep.check_round_trip)."""
+    from types import SimpleNamespace
+
+    from tritonbench_lab.sweep import check_round_trip as check
+
+    request = SimpleNamespace(spec=spec, fingerprint=SimpleNamespace(gpu_slug=slug),
+                              layout=SimpleNamespace(configs=directory))
+    check(request, winners)
 
 
 @pytest.fixture

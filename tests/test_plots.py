@@ -20,21 +20,22 @@ from fixture_results import (
 from tritonbench_lab.calibrate import (
     SAME_SIZE_COPY,
     ceiling_for,
+    ceilings_in_force,
     copy_at,
     copy_curve,
-    load_ceilings,
     traffic_of,
 )
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.measurements import TUNED, load_frame, series
 from tritonbench_lab.plots import draw_landscape, draw_throughput
 from tritonbench_lab.report import kernel_section
+from tritonbench_lab.series import TUNED, series
+from tritonbench_lab.store import load_records
 
 
 @pytest.fixture
 def softmax(tmp_path):
     folder = write_softmax_fixture(tmp_path)
-    return folder, load_frame(folder, "softmax")
+    return folder, load_records(folder / "softmax.csv")
 
 
 def test_series_picks_the_fastest_correct_config_per_shape(softmax):
@@ -53,7 +54,7 @@ def test_series_picks_the_fastest_correct_config_per_shape(softmax):
 
 def test_throughput_picture_has_every_line_the_ceiling_and_units(softmax):
     folder, frame = softmax
-    ceiling = ceiling_for("GB/s", "fp32", load_ceilings(folder / "ceilings.csv"))
+    ceiling = ceiling_for("GB/s", "fp32", ceilings_in_force(folder / "ceilings.csv"))
     assert ceiling == ("copy", COPY_GBPS)
     fig = draw_throughput(frame, "softmax", "fp32", ceiling, DEFAULT)
     ax = fig.axes[0]
@@ -70,7 +71,7 @@ def test_throughput_picture_has_every_line_the_ceiling_and_units(softmax):
 
 def test_landscape_marks_winner_and_default_and_draws_the_block_heatmap(tmp_path):
     folder = write_matmul_fixture(tmp_path)
-    frame = load_frame(folder, "matmul")
+    frame = load_records(folder / "matmul.csv")
     fig = draw_landscape(frame, "matmul", "fp32", "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 "
                          "GROUP_M=8 num_warps=4 num_stages=3")
     scatter, heatmap = fig.axes[0], fig.axes[1]
@@ -106,7 +107,7 @@ def run_tlab(*args):
 def test_plot_and_report_commands_write_their_files(tmp_path):
     write_softmax_fixture(tmp_path)
     out = tmp_path / "plots"
-    result = run_tlab("plot", "--root", str(tmp_path), "--out", str(out))
+    result = run_tlab("plot", "--root", str(tmp_path), "--out", str(out), "--format", "svg,png")
     assert result.returncode == 0, result.stderr
     for suffix in (".png", ".svg", "-landscape.png", "-landscape.svg"):
         path = out / SLUG / f"softmax-fp32{suffix}"
@@ -115,10 +116,26 @@ def test_plot_and_report_commands_write_their_files(tmp_path):
     assert result.returncode == 0, result.stderr
     report = (out / SLUG / "REPORT.md").read_text()
     assert "### softmax, fp32" in report and re.search(r"\| 64x1024 \|", report)
+    assert "![softmax fp32](softmax-fp32.svg)" in report
+
+
+def test_pictures_and_report_are_the_same_bytes_from_the_same_rows(tmp_path):
+    write_softmax_fixture(tmp_path)
+    for out in ("a", "b"):
+        assert run_tlab("plot", "--root", str(tmp_path), "--out", str(tmp_path / out),
+                        "--format", "svg,png").returncode == 0
+        assert run_tlab("report", "--root", str(tmp_path), "--out",
+                        str(tmp_path / out)).returncode == 0
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.*"))
+    assert len(files) == 5  # 2 pictures x 2 formats + REPORT.md
+    for name in files:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    assert b"<dc:date>" not in (tmp_path / "a" / SLUG / "softmax-fp32.svg").read_bytes()
 
 
 @pytest.mark.parametrize("args, phrase", [
-    (["plot", "--gpu", "no-such-gpu"], "no results for 'no-such-gpu'"),
+    (["plot", "--gpu-name", "no-such-gpu"], "no results for 'no-such-gpu'"),
+    (["plot", "--gpu", "no-such-gpu"], "no results for 'no-such-gpu'"),  # the old spelling
     (["plot", "--kernel", "matmul"], "no results for kernel 'matmul'"),
     (["plot", "--dtype", "bf16"], "no bf16 rows for softmax"),
 ])
@@ -132,7 +149,8 @@ def test_missing_inputs_are_one_line_errors(args, phrase, tmp_path):
 
 def test_reading_and_drawing_import_neither_torch_nor_triton():
     code = ("import sys; import tritonbench_lab.plots, tritonbench_lab.report, "
-            "tritonbench_lab.measurements, tritonbench_lab.calibrate, tritonbench_lab.tuned; "
+            "tritonbench_lab.series, tritonbench_lab.calibrate, tritonbench_lab.tuned, "
+            "tritonbench_lab.compare, tritonbench_lab.winners, tritonbench_lab.store; "
             "print('torch' in sys.modules, 'triton' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["False", "False"], out.stderr
@@ -179,3 +197,19 @@ def test_picture_and_report_judge_each_shape_against_the_copy_of_its_bytes(softm
     first = next(line for line in text.splitlines() if line.startswith(f"| {SHAPES[0]}"))
     cells = [c.strip() for c in first.strip("|").split("|")]
     assert cells[-1] == f"{100 * tuned['throughput'].iloc[0] / expected:.0f}%"
+
+
+def test_an_edited_result_row_changes_the_report(tmp_path):
+    # The report is made from the rows: change one winner's time and the report follows.
+    write_softmax_fixture(tmp_path)
+    out = tmp_path / "plots"
+    assert run_tlab("report", "--root", str(tmp_path), "--out", str(out)).returncode == 0
+    before = (out / SLUG / "REPORT.md").read_text()
+    results = tmp_path / "results" / SLUG / "softmax.csv"
+    lines = results.read_text().splitlines(keepends=True)
+    winner = next(i for i, line in enumerate(lines) if ",ROWS=2 num_warps=8,ok," in line)
+    lines[winner] = lines[winner].replace(",1000.0,GB/s,", ",1250.0,GB/s,")  # its throughput
+    results.write_text("".join(lines))
+    assert run_tlab("report", "--root", str(tmp_path), "--out", str(out)).returncode == 0
+    after = (out / SLUG / "REPORT.md").read_text()
+    assert after != before and "| 1250 |" in after and "| 1000 |" in before

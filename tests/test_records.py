@@ -8,17 +8,26 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab import records
 from tritonbench_lab.records import (
+    CEILING_COLUMNS,
     COLUMNS,
     KEY_COLUMNS,
+    PHASES,
     STATUSES,
+    WINNER_COLUMNS,
+    Ceiling,
     Record,
-    from_csv_row,
+    Winner,
+    from_cells,
     parse_config_text,
-    resume_key,
-    to_csv_row,
+    to_cells,
 )
+
+FLOAT_COLUMNS = [f.name for f in dataclasses.fields(Record) if str(f.type) == "float | None"]
+
+
+def from_csv_row(row: dict[str, str]) -> Record:
+    return from_cells(Record, row)
 
 SCHEMA = Path(__file__).resolve().parents[1] / "results" / "SCHEMA.md"
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|(.*)\|\s*$")
@@ -51,14 +60,10 @@ def test_schema_documents_every_results_column_in_order():
 
 
 def test_schema_documents_every_winners_column_in_order():
-    from tritonbench_lab.tuned import WINNER_COLUMNS
-
     assert tuple(table("configs/<gpu-slug>/<kernel>.csv")) == WINNER_COLUMNS
 
 
 def test_schema_documents_every_ceilings_column_in_order():
-    from tritonbench_lab.calibrate import CEILING_COLUMNS
-
     assert tuple(table("results/<gpu-slug>/ceilings.csv")) == CEILING_COLUMNS
 
 
@@ -74,16 +79,16 @@ def make_record(**changes) -> Record:
         kernel="softmax", provider="triton", dtype="fp32", shape="37x129",
         config="ROWS=1 num_warps=4", status="ok", error="", max_abs_error=6.615572645252144e-08,
         p20_ms=0.1, p50_ms=1 / 3, p80_ms=2.0000000000000004, throughput=1e-300, metric="GB/s",
-        compile_s=0.14526346599996032, timing="interpreter wall clock, median of 3", seed=7,
-        gpu="interpreter", gpu_slug="interpreter", driver="", cuda="", torch="2.5.1",
-        triton="3.1.0", tlab="0.1.0",
+        compile_s=0.14526346599996032, phase="sweep", method="interpreter", warmup_ms=None,
+        rep_ms=None, seed=7, gpu="interpreter", gpu_slug="interpreter", driver="", cuda="13.0",
+        torch="2.5.1", triton="3.1.0", tlab="0.1.0", source="0123456789",
     )
     values.update(changes)
     return Record(**values)
 
 
 def as_dict(record: Record) -> dict[str, str]:
-    return dict(zip(COLUMNS, to_csv_row(record), strict=True))
+    return dict(zip(COLUMNS, to_cells(record), strict=True))
 
 
 def test_columns_are_the_record_fields_in_order():
@@ -97,22 +102,50 @@ def test_round_trip_keeps_floats_exact():
     assert back == record
     assert back.p50_ms == 1 / 3 and back.throughput == 1e-300  # bit for bit, not rounded
     assert isinstance(back.seed, int) and back.seed == 7
+    assert back.cuda == "13.0"  # text, not the float 13.0
+
+
+def test_do_bench_budgets_are_integers_and_phases_round_trip():
+    for phase in PHASES:
+        record = make_record(method="do_bench", warmup_ms=25, rep_ms=100, phase=phase)
+        back = from_csv_row(as_dict(record))
+        assert back == record and back.rep_ms == 100 and back.confirmed == (phase == "confirm")
+    row = as_dict(make_record())
+    row["phase"] = "confirmation"
+    with pytest.raises(ValueError, match="unknown phase"):
+        from_csv_row(row)
+
+
+def test_winners_and_ceilings_round_trip_with_their_types():
+    winner = Winner(kernel="matmul", dtype="bf16", shape="512x512x512", config="BLOCK_M=64",
+                    p50_ms=0.1, throughput=2.5, metric="TFLOP/s", method="do_bench",
+                    warmup_ms=25, rep_ms=50, best_baseline="", baseline_p50_ms=None,
+                    baseline_throughput=None, speedup=None, gpu="G", torch="2", triton="3",
+                    tlab="0.1.0", source="abc", date="2026-01-01", run_id="r")
+    cells = dict(zip(WINNER_COLUMNS, to_cells(winner), strict=True))
+    assert cells["speedup"] == "" and cells["rep_ms"] == "50"
+    assert from_cells(Winner, cells) == winner
+    ceiling = Ceiling(name="copy", metric="GB/s", value=4283.0, p20_ms=2.0, p50_ms=2.0,
+                      p80_ms=2.0, size="4294967296 bytes", method="do_bench", warmup_ms=25,
+                      rep_ms=200, gpu="G", gpu_slug="g", torch="2", triton="3", timestamp="t")
+    assert from_cells(Ceiling, dict(zip(CEILING_COLUMNS, to_cells(ceiling), strict=True))) \
+        == ceiling
 
 
 def test_round_trip_none_is_an_empty_cell():
     record = make_record(status="wrong_result", error="max |error| 1 is 9.99e+05x the tolerance",
-                         p20_ms=None, p50_ms=None, p80_ms=None, throughput=None, timing="")
+                         p20_ms=None, p50_ms=None, p80_ms=None, throughput=None, method="")
     row = as_dict(record)
     assert row["p20_ms"] == row["p50_ms"] == row["p80_ms"] == row["throughput"] == ""
     assert from_csv_row(row) == record
 
 
 def test_round_trip_baseline_with_empty_config_and_every_float_missing():
-    floats = {name: None for name in records.FLOAT_COLUMNS}
+    floats = {name: None for name in FLOAT_COLUMNS}
     record = make_record(provider="torch", config="", status="crash",
                          error="RuntimeError: CUDA error, worker restarted", **floats)
     row = as_dict(record)
-    assert all(row[name] == "" for name in records.FLOAT_COLUMNS)
+    assert all(row[name] == "" for name in FLOAT_COLUMNS)
     assert from_csv_row(row) == record
 
 
@@ -131,7 +164,7 @@ def test_unknown_status_is_rejected():
 def test_missing_column_is_rejected_and_named():
     row = as_dict(make_record())
     del row["p50_ms"]
-    with pytest.raises(ValueError, match="missing column.*p50_ms"):
+    with pytest.raises(ValueError, match="missing column p50_ms"):
         from_csv_row(row)
 
 
@@ -159,13 +192,14 @@ def test_key_columns_are_columns():
 def test_resume_key_uses_exactly_the_key_columns():
     record = make_record()
     assert record.key() == tuple(str(getattr(record, c)) for c in KEY_COLUMNS)
-    assert record.key() == resume_key(dataclasses.asdict(record))
     for name in COLUMNS:
         original = getattr(record, name)
         if isinstance(original, str):
             changed = original + "-other"
         elif isinstance(original, int):
             changed = original + 1
+        elif original is None and name.endswith("_ms") and "p" not in name[:2]:
+            changed = 1  # warmup_ms, rep_ms: integers
         else:
             changed = (original or 0.0) + 1.0
         other = dataclasses.replace(record, **{name: changed})
@@ -173,11 +207,6 @@ def test_resume_key_uses_exactly_the_key_columns():
             assert other.key() != record.key(), f"{name} is a key column but does not change it"
         else:
             assert other.key() == record.key(), f"{name} is not a key column but changes it"
-
-
-def test_resume_key_reads_only_key_columns():
-    row = {name: f"value of {name}" for name in KEY_COLUMNS}  # no other column present
-    assert resume_key(row) == tuple(f"value of {name}" for name in KEY_COLUMNS)
 
 
 def test_parse_config_text_round_trips_config_text():

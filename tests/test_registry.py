@@ -109,5 +109,8 @@ def test_malformed_kernel_modules_fail_in_one_line(case, tmp_path):
 
 
 def test_missing_kernel_module(tmp_path):
-    with pytest.raises(TlabError, match="is not a .py file"):
+    with pytest.raises(TlabError, match="nope.py' does not exist"):
         load_kernel_module(tmp_path / "nope.py")
+    (tmp_path / "notes.txt").write_text("x = 1\n")
+    with pytest.raises(TlabError, match="notes.txt' is not a .py file"):
+        load_kernel_module(tmp_path / "notes.txt")

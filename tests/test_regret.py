@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab.records import fastest, standing
+from tritonbench_lab.records import Winner
 from tritonbench_lab.regret import held_out_shapes
-from tritonbench_lab.store import load_records
-from tritonbench_lab.tuned import WINNER_COLUMNS, write_winners
+from tritonbench_lab.store import load_records, write_table
+from tritonbench_lab.winners import shape_results
 
 REPO = Path(__file__).resolve().parent.parent
 PLANTED = str(REPO / "tests" / "planted_kernels.py")
@@ -29,12 +29,13 @@ def test_held_out_shapes_lie_between_the_tuned_ones():
 def test_check_regret_compares_the_looked_up_config_with_a_fresh_winner(tmp_path, written):
     # TEST DATA: winners that say BLOCK=128 at n=1000 and n=4000; the held-out n=2000 is
     # tuned afresh and BLOCK=128 (what lookup picks there) is compared with its winner.
-    row = dict.fromkeys(WINNER_COLUMNS, "1.0")
-    row.update(kernel="planted", dtype="fp32", config=written,
-               metric="GB/s", gpu="interpreter", torch="9", triton="9", date="2026-01-01",
-               run_id="fixture", best_baseline="torch")
-    write_winners(tmp_path / "configs" / "interpreter" / "planted.csv",
-                  [{**row, "shape": "1000"}, {**row, "shape": "4000"}])
+    import dataclasses
+
+    from test_targets import winner
+
+    row = dataclasses.replace(winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"), config=written)
+    write_table(tmp_path / "configs" / "interpreter" / "planted.csv",
+                [row, dataclasses.replace(row, shape="4000")], Winner)
     result = subprocess.run(
         [sys.executable, "-m", "tritonbench_lab", "check", "--root", str(tmp_path), "--regret",
          "--interpret", "--kernel-module", PLANTED],
@@ -43,13 +44,11 @@ def test_check_regret_compares_the_looked_up_config_with_a_fresh_winner(tmp_path
     rows = load_records(tmp_path / "results" / "interpreter" / "regret" / "results" / "interpreter"
                         / "planted.csv")
     # As the winner is chosen: the confirmed time of each config that has one.
-    held = [r for r in standing(rows) if r.shape == "2000" and r.provider == "triton"
-            and r.status == "ok"]
-    assert {r.config for r in held} == {"BLOCK=128 MODE=0 num_warps=4",
-                                        "BLOCK=1024 MODE=0 num_warps=4"}
-    picked = next(r for r in held if r.config.startswith("BLOCK=128 "))
-    best = fastest(held)
-    expected = 100 * (picked.p50_ms / best.p50_ms - 1)
+    (held,) = shape_results([r for r in rows if r.shape == "2000"])
+    correct = {c for c, r in held.configs.items() if r.status == "ok"}
+    assert correct == {"BLOCK=128 MODE=0 num_warps=4", "BLOCK=1024 MODE=0 num_warps=4"}
+    picked = held.configs["BLOCK=128 MODE=0 num_warps=4"]
+    expected = 100 * (picked.p50_ms / held.winner.p50_ms - 1)
     line = next(line for line in result.stdout.splitlines() if "│ " in line and " 2000 " in line)
     assert f"{expected:.1f}%" in line
     assert "BLOCK=128 MODE=0 num_warps=4" in line

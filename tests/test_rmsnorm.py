@@ -15,7 +15,7 @@ AWKWARD = [
     (1, 1),
     (1, 781),
     (7, 3),
-    (1823, 781),
+    (263, 781),  # many rows (a prime count: no ROWS divides it), odd width
     (3, 4097),
     (2, MAX_COLS),
     (64, 1000),

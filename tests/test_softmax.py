@@ -16,7 +16,7 @@ AWKWARD = [
     (1, 1),  # one element
     (1, 781),  # one row, odd width
     (7, 3),  # fewer columns than any thread count
-    (1823, 781),  # many rows, odd width, rows not a multiple of any ROWS
+    (263, 781),  # many rows (a prime count: no ROWS divides it), odd width
     (3, 4097),  # just past a power of two: nearly half the block is padding
     (2, MAX_COLS),  # the widest supported row
     (64, 1000),

@@ -115,16 +115,16 @@ def test_config_legend_names_only_the_shortened_keys_in_use():
 
 
 def test_a_narrowed_space_keeps_the_kernels_constraints_and_added_parameters(tmp_path):
-    from tritonbench_lab.cli.sweep_cmd import load_space
     from tritonbench_lab.kernels.softmax import SPEC
+    from tritonbench_lab.space import load_space
 
-    only_default = load_space(SPEC, "default")
+    only_default = load_space(SPEC.space, "default")
     assert list(only_default) == [SPEC.space.default]
     assert only_default.constraints == SPEC.space.constraints
     assert only_default.added == SPEC.space.added  # PER_SM=0 and SPLIT=1 are default values
     path = tmp_path / "space.json"
     path.write_text('{"SPLIT": [4, 8], "num_warps": [4]}')
-    splits = load_space(SPEC, str(path))
+    splits = load_space(SPEC.space, str(path))
     assert {c["SPLIT"] for c in splits} == {4, 8} and {c["num_warps"] for c in splits} == {4}
     assert splits.constraints == SPEC.space.constraints
     assert splits.added == {"PER_SM": 0}  # SPLIT=1 is no longer a value of this space

@@ -15,16 +15,23 @@ from pathlib import Path
 import pytest
 
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.layout import Layout
 from tritonbench_lab.records import (
     OK,
     SKIPPED,
     TRITON,
     WRONG_RESULT,
-    is_confirmation,
     parse_config_text,
 )
-from tritonbench_lab.store import load_records, results_path
-from tritonbench_lab.tuned import configs_path, load_winners
+from tritonbench_lab.store import load_records, load_winners
+
+
+def results_path(root, slug, kernel):
+    return Layout(root).results_file(slug, kernel)
+
+
+def configs_path(root, slug, kernel):
+    return Layout(root).configs_file(slug, kernel)
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ("planted", "--kernel-module", "tests/planted_kernels.py")
@@ -35,9 +42,9 @@ SOFTMAX_SPACE = {"ROWS": [1, 64], "num_warps": [4, 32], "PER_SM": [0], "SPLIT": 
 
 
 def sweep(*args, out: Path) -> subprocess.CompletedProcess:
-    """`tlab sweep ARGS --out OUT` in Triton's interpreter, from the repository root."""
+    """`tlab sweep ARGS --root OUT` in Triton's interpreter, from the repository root."""
     return subprocess.run(
-        [sys.executable, "-m", "tritonbench_lab", "sweep", *args, "--interpret", "--out", str(out)],
+        [sys.executable, "-m", "tritonbench_lab", "sweep", *args, "--interpret", "--root", str(out)],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
         env={**os.environ, "COLUMNS": "200"},
     )
@@ -72,8 +79,8 @@ def test_sweep_writes_rows_and_winners(softmax_run):
 
     out, _ = softmax_run
     rows = load_records(results_path(out, "interpreter", "softmax"))
-    confirmations = [r for r in rows if is_confirmation(r)]
-    rows = [r for r in rows if not is_confirmation(r)]
+    confirmations = [r for r in rows if r.confirmed]
+    rows = [r for r in rows if not r.confirmed]
     assert len(rows) == len(SPEC.baselines) + 4  # every baseline, every config of the space
     # Then the one config that ran and every baseline, timed again in a fresh worker.
     assert sorted((r.provider, r.config) for r in confirmations) == sorted(
@@ -83,12 +90,12 @@ def test_sweep_writes_rows_and_winners(softmax_run):
     assert {(r.kernel, r.dtype, r.shape) for r in rows} == {("softmax", "fp32", "37x129")}
     timed = [r for r in rows if r.p50_ms is not None]
     assert len(timed) == len(SPEC.baselines) + 1
-    assert all("interpreter" in r.timing for r in timed)
+    assert all(r.method == "interpreter" and r.phase == "sweep" for r in timed)
     baselines = [r.provider for r in rows if r.provider != TRITON]
     assert sorted(baselines) == sorted(SPEC.baselines)  # each exactly once
     assert all(r.config == "" and r.status == OK for r in rows if r.provider != TRITON)
     winners = load_winners(configs_path(out, "interpreter", "softmax"))
-    assert [(w["dtype"], w["shape"], w["config"]) for w in winners] == [
+    assert [(w.dtype, w.shape, w.config) for w in winners] == [
         ("fp32", "37x129", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1")]
 
 
@@ -154,8 +161,8 @@ def test_planted_wrong_results_are_recorded_and_never_win(planted_run):
         else:
             assert r.status == OK and r.p50_ms is not None
     (winner,) = load_winners(configs_path(out, "interpreter", "planted"))
-    assert parse_config_text(winner["config"])["MODE"] == 0
-    assert winner["best_baseline"] == "torch"
+    assert parse_config_text(winner.config)["MODE"] == 0
+    assert winner.best_baseline == "torch"
 
 
 # --- bad input: one line, exit 2, nothing written ----------------------------------------
@@ -219,8 +226,8 @@ def test_foreign_results_file_is_refused_and_left_alone(tmp_path):
 
 def request_for(spec, dtypes, shapes, tmp_path, free_bytes=1 << 60, space=None):
     from tritonbench_lab.env import Fingerprint
+    from tritonbench_lab.plan import SweepRequest
     from tritonbench_lab.space import HOPPER
-    from tritonbench_lab.sweep import SweepRequest
 
     fp = Fingerprint("interpreter", "interpreter", "", "", "2.5.1", "3.1.0", "0.1.0")
     return SweepRequest(spec=spec, dtypes=list(dtypes), shapes=list(shapes),
@@ -233,7 +240,7 @@ def test_memory_estimate():
 
     from tritonbench_lab.kernels.matmul import SPEC as MATMUL
     from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX_SPEC
-    from tritonbench_lab.sweep import memory_estimate
+    from tritonbench_lab.plan import memory_estimate
 
     # softmax fp32 37x129: 38,184 bytes in and out, twice, plus 9,546 elements in float64.
     assert memory_estimate(SOFTMAX_SPEC, SOFTMAX_SPEC.shape(37, 129), torch.float32) == (
@@ -249,7 +256,7 @@ def test_check_request_refuses_what_does_not_fit(tmp_path):
     import torch
 
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.sweep import check_request, memory_estimate
+    from tritonbench_lab.plan import check_request, memory_estimate
 
     shape = SPEC.shape(64, 1000)
     need = memory_estimate(SPEC, shape, torch.float32)
@@ -263,7 +270,7 @@ def test_plan_counts_dtypes_times_shapes_times_providers_and_configs(tmp_path):
     import torch
 
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.sweep import plan
+    from tritonbench_lab.plan import plan
 
     dtypes, shapes = [torch.float32, torch.float16], list(SPEC.small_shapes)
     planned = plan(request_for(SPEC, dtypes, shapes, tmp_path))
@@ -285,7 +292,7 @@ def test_plan_of_the_planted_kernel(tmp_path):
     import torch
 
     from tritonbench_lab.kernels import get_spec, load_kernel_module
-    from tritonbench_lab.sweep import plan
+    from tritonbench_lab.plan import plan
 
     load_kernel_module(ROOT / "tests" / "planted_kernels.py")
     spec = get_spec("planted")
@@ -303,11 +310,33 @@ def test_editing_the_kernel_module_measures_again(tmp_path):
     out = tmp_path / "out"
     assert sweep(*args, out=out).returncode == 0
     assert "2 task(s) already measured" in said(sweep(*args, out=out))
-    module.write_text(module.read_text() + "\n# an edit\n")
+    # A comment or a docstring is not code: nothing to measure again.
+    module.write_text(module.read_text().replace('"""Test kernels', '"""Kernels for tests')
+                      + "\n# a comment\n")
+    assert "2 task(s) already measured" in said(sweep(*args, out=out))
+    module.write_text(module.read_text() + "\nEDITED = True\n")
     edited = sweep(*args, out=out)
     assert edited.returncode == 0 and "already measured" not in said(edited)
     rows = [r for r in load_records(results_path(out, "interpreter", "planted"))
-            if not is_confirmation(r)]
-    versions = [r.tlab for r in rows]
-    assert len(rows) == 4 and len(set(versions)) == 2
-    assert all("+src." in v for v in versions)
+            if not r.confirmed]
+    sources = [r.source for r in rows]
+    assert len(rows) == 4 and len(set(sources)) == 2 and len({r.tlab for r in rows}) == 1
+    assert all(len(source) == 10 for source in sources)
+
+
+def test_a_shape_too_big_for_the_interpreter_is_refused_with_one_it_accepts(tmp_path):
+    import re
+
+    import torch
+
+    from tritonbench_lab.kernels.softmax import SPEC
+    from tritonbench_lab.plan import check_request
+
+    big = SPEC.shape(8192, 256)
+    with pytest.raises(TlabError, match="too big for Triton's interpreter") as refused:
+        check_request(request_for(SPEC, [torch.float32], [big], tmp_path))
+    suggested = re.search(r"try (\d+)x(\d+)", str(refused.value))
+    assert suggested, refused.value
+    smaller = SPEC.shape(int(suggested[1]), int(suggested[2]))
+    assert smaller["cols"] == 256 and smaller["rows"] < 8192
+    check_request(request_for(SPEC, [torch.float32], [smaller], tmp_path))  # accepted

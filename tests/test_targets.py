@@ -1,46 +1,42 @@
-"""scripts/targets.py: the speed targets judged from committed winners and ceilings."""
+"""`tlab targets`: the speed targets judged from committed winners and ceilings."""
 
 import subprocess
 import sys
-from pathlib import Path
 
-from tritonbench_lab.calibrate import CEILING_COLUMNS, append_ceilings
-from tritonbench_lab.tuned import write_winners
+from fixture_results import ceiling
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "targets.py"
+from tritonbench_lab.records import Winner
+from tritonbench_lab.store import append_rows, write_table
 
 
-def winner(kernel, dtype, shape, p50_ms, throughput, metric, speedup=""):
-    return {"kernel": kernel, "dtype": dtype, "shape": shape, "config": "ROWS=1 num_warps=4",
-            "p50_ms": repr(p50_ms), "throughput": repr(throughput), "metric": metric,
-            "best_baseline": "torch", "baseline_throughput": "1.0", "speedup": speedup,
-            "gpu": "Fixture", "torch": "9", "triton": "9", "date": "2026-01-01", "run_id": "r"}
+def winner(kernel, dtype, shape, p50_ms, throughput, metric, speedup=None):
+    return Winner(kernel=kernel, dtype=dtype, shape=shape, config="ROWS=1 num_warps=4",
+                  p50_ms=p50_ms, throughput=throughput, metric=metric, method="do_bench",
+                  warmup_ms=25, rep_ms=100, best_baseline="torch", baseline_p50_ms=1.0,
+                  baseline_throughput=1.0, speedup=speedup, gpu="Fixture", torch="9",
+                  triton="9", tlab="0", source="s", date="2026-01-01", run_id="r")
 
 
 def test_targets_judge_rows_against_the_copy_of_their_bytes_and_matmul_against_torch(tmp_path):
     gpu = "fixture-gpu"
-    write_winners(tmp_path / "configs" / gpu / "matmul.csv", [
-        winner("matmul", "bf16", "2048x2048x2048", 1.0, 100.0, "TFLOP/s", "0.95"),
-        winner("matmul", "bf16", "4096x4096x4096", 1.0, 100.0, "TFLOP/s", "0.80"),  # missed
-        winner("matmul", "bf16", "512x512x512", 1.0, 100.0, "TFLOP/s", "0.10"),  # not judged
-    ])
+    write_table(tmp_path / "configs" / gpu / "matmul.csv", [
+        winner("matmul", "bf16", "2048x2048x2048", 1.0, 100.0, "TFLOP/s", 0.95),
+        winner("matmul", "bf16", "4096x4096x4096", 1.0, 100.0, "TFLOP/s", 0.80),  # missed
+        winner("matmul", "bf16", "512x512x512", 1.0, 100.0, "TFLOP/s", 0.10),  # not judged
+    ], Winner)
     # 100 MB moved at 2000 GB/s (0.05 ms): the same-size copy is 2000 -> 1.00, met although
     # it is half the peak; 1 GB at 3000 GB/s against a 4000 GB/s copy -> 0.75, missed;
     # 10 MB is below 64 MB and not judged.
-    write_winners(tmp_path / "configs" / gpu / "softmax.csv", [
+    write_table(tmp_path / "configs" / gpu / "softmax.csv", [
         winner("softmax", "fp32", "8192x1024", 0.05, 2000.0, "GB/s"),
         winner("softmax", "fp32", "8192x65536", 1e9 / 3000e9 * 1e3, 3000.0, "GB/s"),
         winner("softmax", "fp32", "64x1024", 0.01, 1000.0, "GB/s"),
-    ])
-    base = dict.fromkeys(CEILING_COLUMNS, "fixture")
-    append_ceilings(tmp_path / "results" / gpu / "ceilings.csv", [
-        {**base, "name": "copy", "value": "4000.0", "timestamp": "1"},
-        {**base, "name": "copy_16MiB", "value": "2000.0", "timestamp": "1"},
-        {**base, "name": "copy_128MiB", "value": "2000.0", "timestamp": "1"},
-        {**base, "name": "copy_512MiB", "value": "4000.0", "timestamp": "1"},
-    ])
-    result = subprocess.run([sys.executable, str(SCRIPT), gpu], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    ], Winner)
+    append_rows(tmp_path / "results" / gpu / "ceilings.csv", [
+        ceiling("copy", 4000.0), ceiling("copy_16MiB", 2000.0),
+        ceiling("copy_128MiB", 2000.0), ceiling("copy_512MiB", 4000.0)])
+    result = subprocess.run([sys.executable, "-m", "tritonbench_lab", "targets", "--root",
+                             str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1, result.stderr
     out = result.stdout
     assert "| bf16 | 4096x4096x4096 | 100 | 1 | 0.80x | **no** |" in out
@@ -49,4 +45,5 @@ def test_targets_judge_rows_against_the_copy_of_their_bytes_and_matmul_against_t
     assert "| 2000 | 2000 | 1.00 | 0.50 | yes |" in out
     assert "| 3000 | 4000 | 0.75 | 0.75 | **no** |" in out
     assert "n/a (< 64 MB)" in out
-    assert out.strip().endswith("2 target(s) missed (rows kernels judged against the same-size copy).")
+    assert out.strip().endswith("2 target(s) missed (row kernels judged against the same-size copy).")
+

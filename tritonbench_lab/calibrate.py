@@ -11,36 +11,28 @@
 - matmul_<dtype>: torch.matmul (the vendor library) on square operands (TFLOP/s). The
   ceiling for compute-bound kernels.
 
-Stored append-only in results/<gpu>/ceilings.csv; the newest row per name is in force.
+Stored append-only in results/<gpu>/ceilings.csv (layout.py); the newest row per name is
+in force.
 """
 
 from __future__ import annotations
 
-import csv
 import datetime
 import math
 import re
 from pathlib import Path
 
-from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import GBPS
-from tritonbench_lab.store import make_folder
+from tritonbench_lab.layout import ceilings_in
+from tritonbench_lab.records import GBPS, TFLOPS, Ceiling
+from tritonbench_lab.store import append_rows, load_ceilings
 
-CEILING_COLUMNS = (
-    "name", "metric", "value", "p20_ms", "p50_ms", "p80_ms", "size", "timing",
-    "gpu", "gpu_slug", "torch", "triton", "timestamp",
-)
 COPY_BYTES = 4 << 30  # 4 GiB source: ~70x the H200's L2, so the copy streams from HBM
 COPY_CURVE_MIB = (16, 32, 64, 128, 256, 512, 1024, 2048)  # bytes moved (read + write)
 SAME_SIZE_COPY = "copy of the same bytes"
 MATMUL_SIZE = 8192
 
 
-def ceilings_path(root: Path, gpu_slug: str) -> Path:
-    return Path(root) / "results" / gpu_slug / "ceilings.csv"
-
-
-def measure(fingerprint, bench, dtypes) -> list[dict[str, str]]:
+def measure(fingerprint, bench, dtypes) -> list[Ceiling]:
     import torch
 
     from tritonbench_lab.spec import dtype_name
@@ -49,18 +41,18 @@ def measure(fingerprint, bench, dtypes) -> list[dict[str, str]]:
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     common = {"gpu": fingerprint.gpu, "gpu_slug": fingerprint.gpu_slug,
               "torch": fingerprint.torch, "triton": fingerprint.triton, "timestamp": now,
-              "timing": bench.method(False)}
+              **bench.columns(False)}
     rows = []
     gen = torch.Generator(device="cuda").manual_seed(0)
 
-    def copy_row(name: str, source_bytes: int) -> dict[str, str]:
+    def copy_row(name: str, source_bytes: int) -> Ceiling:
         """Time copying a buffer of source_bytes (read once, written once: twice the bytes)."""
         src = torch.rand(source_bytes // 4, generator=gen, device="cuda")
         dst = torch.empty_like(src)
         p20, p50, p80 = time_call(lambda: dst.copy_(src), bench, False)
-        return {"name": name, "metric": GBPS, "value": repr(2 * source_bytes / (p50 * 1e-3) / 1e9),
-                "p20_ms": repr(p20), "p50_ms": repr(p50), "p80_ms": repr(p80),
-                "size": f"{source_bytes} bytes", **common}
+        return Ceiling(name=name, metric=GBPS, value=2 * source_bytes / (p50 * 1e-3) / 1e9,
+                       p20_ms=p20, p50_ms=p50, p80_ms=p80, size=f"{source_bytes} bytes",
+                       **common)
 
     rows.append(copy_row("copy", COPY_BYTES))
     rows += [copy_row(f"copy_{mib}MiB", mib * 2**20 // 2) for mib in COPY_CURVE_MIB]
@@ -69,39 +61,24 @@ def measure(fingerprint, bench, dtypes) -> list[dict[str, str]]:
         a = torch.randn((n, n), generator=gen, device="cuda").to(dtype)
         b = torch.randn((n, n), generator=gen, device="cuda").to(dtype)
         p20, p50, p80 = time_call(lambda a=a, b=b: torch.matmul(a, b), bench, False)
-        rows.append({"name": f"matmul_{dtype_name(dtype)}", "metric": "TFLOP/s",
-                     "value": repr(2 * n**3 / (p50 * 1e-3) / 1e12),
-                     "p20_ms": repr(p20), "p50_ms": repr(p50), "p80_ms": repr(p80),
-                     "size": f"{n}x{n}x{n}", **common})
+        rows.append(Ceiling(name=f"matmul_{dtype_name(dtype)}", metric=TFLOPS,
+                            value=2 * n**3 / (p50 * 1e-3) / 1e12, p20_ms=p20, p50_ms=p50,
+                            p80_ms=p80, size=f"{n}x{n}x{n}", **common))
         del a, b
     return rows
 
 
-def append_ceilings(path: Path, rows: list[dict[str, str]]) -> None:
-    path = Path(path)
-    make_folder(path.parent)
-    new = not path.exists()
-    with open(path, "a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CEILING_COLUMNS, lineterminator="\n")
-        if new:
-            writer.writeheader()
-        writer.writerows(rows)
+def append_ceilings(path: Path, rows: list[Ceiling]) -> None:
+    append_rows(path, rows)
 
 
-def load_ceilings(path: Path) -> dict[str, float]:
+def ceilings_in_force(path: Path) -> dict[str, float]:
     """name -> value of the newest row of each name ({} when never calibrated)."""
-    path = Path(path)
-    if not path.exists():
-        return {}
-    with open(path, newline="") as handle:
-        reader = csv.DictReader(handle)
-        if tuple(reader.fieldnames or ()) != CEILING_COLUMNS:
-            raise TlabError(f"{str(path)!r} is not a tlab ceilings file")
-        newest: dict[str, dict[str, str]] = {}
-        for row in reader:
-            if row["name"] not in newest or row["timestamp"] >= newest[row["name"]]["timestamp"]:
-                newest[row["name"]] = row
-    return {name: float(row["value"]) for name, row in newest.items()}
+    newest: dict[str, Ceiling] = {}
+    for row in load_ceilings(path):
+        if row.name not in newest or row.timestamp >= newest[row.name].timestamp:
+            newest[row.name] = row
+    return {name: row.value for name, row in newest.items()}
 
 
 def copy_curve(ceilings: dict[str, float]) -> list[tuple[int, float]]:
@@ -143,3 +120,12 @@ def ceiling_for(metric: str, dtype: str, ceilings: dict[str, float],
 def traffic_of(throughput: float, p50_ms: float, metric: str) -> float | None:
     """Bytes a GB/s row moved, recovered from its throughput and time (None otherwise)."""
     return throughput * 1e9 * p50_ms * 1e-3 if metric == GBPS else None
+
+
+def judging(folder: Path, metric: str, dtype: str
+            ) -> tuple[tuple[str, float] | None, list[tuple[int, float]] | None]:
+    """(peak ceiling or None, copy curve or None) that rows of `metric` and `dtype` in one
+    GPU's results folder are judged against."""
+    ceilings = ceilings_in_force(ceilings_in(folder))
+    curve = copy_curve(ceilings) if metric == GBPS else []
+    return ceiling_for(metric, dtype, ceilings), curve or None

@@ -1,31 +1,41 @@
 """`tlab check`: the CI gate on committed configs/<gpu>/<kernel>.csv files.
 
 Everywhere: each file parses against the winners schema, names a known kernel, every row's
-dtype, shape, numbers and config are valid, every config lies inside the kernel's space, and
-every distinct config computes the right result at a small shape (in Triton's interpreter
-without a GPU). Rows tuned under another triton minor version are reported as stale
-(a warning, not an error). On a GPU whose slug matches the file's folder, each winner is
-timed again at its shape and must not be slower than recorded by more than the tolerance
-(re-measured before it fails, so noise alone does not fail CI), with the do_bench budget it
-was recorded with (the `timing` of its row in results/<gpu>/<kernel>.csv): on the H200 a
-winner timed for 50 ms by its sweep measured up to 13% slower timed for 100 ms.
+dtype, shape, numbers and config are valid, every config lies inside the kernel's space, the
+file holds exactly the winners that the winner rule (winners.py) picks from the results file
+beside it (when that file is there), and every distinct config computes the right result at
+a small shape (in Triton's interpreter without a GPU). Rows tuned under another triton minor
+version are reported as stale (a warning, not an error). On a GPU whose slug matches the
+file's folder, each winner is timed again at its shape, by the same method and budget its
+row was timed with, and must not be slower than recorded by more than the tolerance
+(re-measured before it fails, so noise alone does not fail CI).
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+import io
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import parse_config_text
+from tritonbench_lab.layout import Layout
+from tritonbench_lab.records import (
+    OK,
+    TRITON,
+    WINNER_COLUMNS,
+    Winner,
+    from_cells,
+    parse_config_text,
+    replace,
+)
+from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import config_text
-from tritonbench_lab.tuned import WINNER_COLUMNS
+from tritonbench_lab.store import load_records, read_text
+from tritonbench_lab.winners import pick_winners
 
 ERROR = "error"
 STALE = "stale"
-NUMBER_COLUMNS = ("p50_ms", "throughput")
-OPTIONAL_NUMBER_COLUMNS = ("baseline_throughput", "speedup")
 
 
 @dataclass(frozen=True)
@@ -39,101 +49,139 @@ class Problem:
         return f"{self.path}:{self.row}: {self.severity}: {self.reason}"
 
 
-def config_files(config_root: Path, kernels: list[str] | None = None) -> list[Path]:
-    """configs/<gpu>/<kernel>.csv, every kernel's or only those of `kernels`."""
-    files = sorted(Path(config_root).glob("*/*.csv"))
-    if kernels:
-        files = [f for f in files if f.stem in kernels]
-    if not files:
-        which = f" for kernel(s) {', '.join(kernels)}" if kernels else ""
-        raise TlabError(f"no config files under {str(config_root)!r}{which}")
-    return files
+@dataclass(frozen=True)
+class Retimed:
+    line: int
+    winner: Winner
+    measured_ms: float | None  # best of the attempts; None when the config failed to run
+    status: str
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.measured_ms is None else self.measured_ms / self.winner.p50_ms
+
+
+@dataclass
+class FileReport:
+    path: Path
+    rows: list[tuple[int, Winner]] = field(default_factory=list)  # valid rows, by line
+    problems: list[Problem] = field(default_factory=list)
+    timed: list[Retimed] = field(default_factory=list)
+    regrets: list = field(default_factory=list)  # regret.Regret
+
+
+@dataclass
+class CheckReport:
+    files: list[FileReport]
+    where: str  # "in Triton's interpreter" or "on <GPU>"
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [p for f in self.files for p in f.problems]
+
+    @property
+    def errors(self) -> int:
+        return sum(p.severity == ERROR for p in self.problems)
+
+    def summary(self) -> str:
+        rows = sum(len(f.rows) for f in self.files)
+        return (f"checked {len(self.files)} file(s), {rows} valid row(s), configs run "
+                f"{self.where}: {self.errors} error(s), {len(self.problems) - self.errors} stale")
 
 
 def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def check_rows(path: Path, triton_version: str) -> tuple[list[Problem], list[dict]]:
-    """Schema and content problems of one file, and its valid rows (for the runs)."""
-    from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.spec import parse_dtype
-
-    def problem(row: int, reason: str, severity: str = ERROR) -> Problem:
-        return Problem(path, row, severity, reason)
-
-    with open(path, newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, [])
-        lines = list(reader)
+def read_rows(path: Path) -> tuple[list[Problem], list[tuple[int, Winner]]]:
+    """Each line of a winners file as a Winner, or a problem naming the line."""
+    reader = csv.reader(io.StringIO(read_text(path)))
+    header = next(reader, [])
     if tuple(header) != WINNER_COLUMNS:
         missing = [c for c in WINNER_COLUMNS if c not in header]
         extra = [c for c in header if c not in WINNER_COLUMNS]
-        return [problem(1, "columns do not match the winners schema (missing: "
-                           f"{', '.join(missing) or 'none'}; "
-                           f"unexpected: {', '.join(extra) or 'none'})")], []
-    try:
-        spec = get_spec(path.stem)
-    except TlabError as err:
-        return [problem(1, str(err))], []
+        why = (f"columns do not match the winners schema (missing: {', '.join(missing) or 'none'}"
+               f"; unexpected: {', '.join(extra) or 'none'})")
+        return [Problem(path, 1, ERROR, why)], []
+    problems, rows = [], []
+    for number, values in enumerate(reader, start=2):
+        try:
+            if len(values) != len(WINNER_COLUMNS):
+                raise ValueError(f"{len(values)} fields, expected {len(WINNER_COLUMNS)}")
+            rows.append((number, from_cells(Winner, dict(zip(WINNER_COLUMNS, values, strict=True)))))
+        except ValueError as err:
+            problems.append(Problem(path, number, ERROR, str(err)))
+    return problems, rows
+
+
+def validate(path: Path, rows: list[tuple[int, Winner]], spec, triton_version: str
+             ) -> tuple[list[Problem], list[tuple[int, Winner]]]:
+    """Content problems; the valid rows with their configs completed (Space.added)."""
+    from tritonbench_lab.spec import parse_dtype
+
     problems, valid = [], []
-    for number, values in enumerate(lines, start=2):
-        if len(values) != len(WINNER_COLUMNS):
-            problems.append(problem(number, f"{len(values)} fields, expected {len(WINNER_COLUMNS)}"))
-            continue
-        row = dict(zip(WINNER_COLUMNS, values, strict=True))
-        before = len(problems)
-        if row["kernel"] != spec.name:
-            problems.append(problem(number, f"kernel {row['kernel']!r} in the file of {spec.name!r}"))
+    for number, w in rows:
+        found = []
+        if w.kernel != spec.name:
+            found.append(f"kernel {w.kernel!r} in the file of {spec.name!r}")
         try:
-            dtype = parse_dtype(row["dtype"])
-            if dtype not in spec.dtypes:
-                problems.append(problem(number, f"{spec.name} does not support {row['dtype']}"))
+            if parse_dtype(w.dtype) not in spec.dtypes:
+                found.append(f"{spec.name} does not support {w.dtype}")
         except TlabError as err:
-            problems.append(problem(number, str(err)))
+            found.append(str(err))
         try:
-            sizes = tuple(int(s) for s in row["shape"].split("x"))
-            spec.check_shape(spec.shape(*sizes))
+            spec.check_shape(spec.shape(*shape_sizes(w.shape)))
         except (ValueError, TlabError) as err:
-            problems.append(problem(number, f"bad shape {row['shape']!r}: {err}"))
-        for column in NUMBER_COLUMNS + OPTIONAL_NUMBER_COLUMNS:
-            text = row[column]
-            if text == "" and column in OPTIONAL_NUMBER_COLUMNS:
-                continue
-            try:
-                if not float(text) > 0:
-                    raise ValueError
-            except ValueError:
-                problems.append(problem(number, f"{column} is not a positive number: {text!r}"))
+            found.append(f"bad shape {w.shape!r}: {err}")
+        for name in ("p50_ms", "throughput", "baseline_p50_ms", "speedup"):
+            value = getattr(w, name)
+            if value is not None and not value > 0:
+                found.append(f"{name} is not a positive number: {value!r}")
         try:
-            config = spec.space.complete(parse_config_text(row["config"]))
+            config = spec.space.complete(parse_config_text(w.config))
             outside = spec.space.outside(config)
             if outside:
-                problems.append(problem(number, f"config {row['config']!r} is outside the "
-                                                f"{spec.name} space: {outside}"))
+                found.append(f"config {w.config!r} is outside the {spec.name} space: {outside}")
         except ValueError:
-            problems.append(problem(number, f"config {row['config']!r} does not parse"))
-        if len(problems) == before:
-            # Runs and re-timings launch the completed config (see Space.added).
-            valid.append({**row, "config": config_text(config), "line": number})
-    # Stale rows: one line per file and version, not one per row.
-    stale: dict[str, list[int]] = {}
-    for row in valid:
-        if _minor(row["triton"]) != _minor(triton_version):
-            stale.setdefault(row["triton"], []).append(row["line"])
+            found.append(f"config {w.config!r} does not parse")
+        problems += [Problem(path, number, ERROR, reason) for reason in found]
+        if not found:
+            valid.append((number, replace(w, config=config_text(config))))
+    stale: dict[str, list[int]] = {}  # one line per file and version, not one per row
+    for number, w in valid:
+        if _minor(w.triton) != _minor(triton_version):
+            stale.setdefault(w.triton, []).append(number)
     for version, lines in stale.items():
-        problems.append(problem(lines[0], f"{len(lines)} row(s) (lines {_spans(lines)}) tuned "
-                                          f"under triton {version}, this is {triton_version}: "
-                                          "re-tune", STALE))
+        span = f"{lines[0]}-{lines[-1]}" if lines == list(range(lines[0], lines[-1] + 1)) \
+            else ", ".join(map(str, lines))
+        problems.append(Problem(path, lines[0], STALE, f"{len(lines)} row(s) (lines {span}) "
+                                f"tuned under triton {version}, this is {triton_version}: re-tune"))
     return problems, valid
 
 
-def _spans(lines: list[int]) -> str:
-    return f"{lines[0]}-{lines[-1]}" if lines == list(range(lines[0], lines[-1] + 1)) \
-        else ", ".join(map(str, lines))
+def against_results(path: Path, rows: list[tuple[int, Winner]], results: Path) -> list[Problem]:
+    """The file must hold what the winner rule picks from the results beside it."""
+    if not results.is_file():
+        return []
+    picked = {(w.dtype, w.shape): w.config for w in pick_winners(load_records(results))}
+    held = {(w.dtype, w.shape): (n, w.config) for n, w in rows}
+    redo = f"re-run `tlab sweep {path.stem}` to rewrite it from {results}"
+    problems = []
+    for (dtype, shape), (number, config) in held.items():
+        if (dtype, shape) not in picked:
+            problems.append(Problem(path, number, ERROR, f"{dtype} {shape} has no winner in "
+                                    f"{results}; {redo}"))
+        elif parse_config_text(picked[(dtype, shape)]) != parse_config_text(config):
+            problems.append(Problem(path, number, ERROR, f"{dtype} {shape}: the results pick "
+                                    f"{picked[(dtype, shape)]!r}; {redo}"))
+    missing = sorted(set(picked) - set(held))
+    if missing:
+        problems.append(Problem(path, 1, ERROR, f"no row for {len(missing)} winner(s) in "
+                                f"{results} (e.g. {' '.join(missing[0])}); {redo}"))
+    return problems
 
 
-def run_configs(path: Path, rows: list[dict], device: str) -> list[Problem]:
+def run_configs(path: Path, rows: list[tuple[int, Winner]], device: str) -> list[Problem]:
     """Each distinct config must compute the right result at the kernel's first small shape,
     in the row's dtype, or (where the interpreter cannot run that dtype) in another one."""
     from tritonbench_lab.kernels import get_spec
@@ -141,81 +189,47 @@ def run_configs(path: Path, rows: list[dict], device: str) -> list[Problem]:
     from tritonbench_lab.verify import check, poison
 
     problems, seen = [], set()
-    for row in rows:
-        spec = get_spec(row["kernel"])
-        dtype = parse_dtype(row["dtype"])
+    for number, w in rows:
+        spec = get_spec(w.kernel)
+        dtype = parse_dtype(w.dtype)
         if device == "cpu" and spec.interpreter_refusal(dtype):
             dtype = next(d for d in spec.dtypes if spec.interpreter_refusal(d) is None)
-        key = (row["config"], dtype)
-        if key in seen:
+        if (w.config, dtype) in seen:
             continue
-        seen.add(key)
+        seen.add((w.config, dtype))
         shape = spec.small_shapes[0]
         inputs = spec.make_inputs(shape, dtype, device, seed=0)
         outputs = poison(spec.allocate_outputs(inputs))
         try:
-            spec.launch(inputs, parse_config_text(row["config"]), outputs)
+            spec.launch(inputs, parse_config_text(w.config), outputs)
             verdict = check(outputs, spec.reference(inputs), spec.tolerance[dtype])
             reason = None if verdict.ok else verdict.detail
         except Exception as err:  # a config that cannot run is what this gate is for
             reason = f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
         if reason:
-            problems.append(Problem(path, row["line"], ERROR, f"config {row['config']!r} fails "
-                                    f"at {shape} {dtype_name(dtype)}: {reason}"))
+            problems.append(Problem(path, number, ERROR, f"config {w.config!r} fails at {shape} "
+                                    f"{dtype_name(dtype)}: {reason}"))
     return problems
 
 
-@dataclass(frozen=True)
-class Retimed:
-    line: int
-    kernel: str
-    dtype: str
-    shape: str
-    config: str
-    recorded_ms: float
-    measured_ms: float | None  # best of the attempts; None when the config failed to run
-    status: str
-
-    @property
-    def ratio(self) -> float | None:
-        return None if self.measured_ms is None else self.measured_ms / self.recorded_ms
-
-
-def recorded_budgets(path: Path) -> dict:
-    """(run_id, dtype, shape, config) -> the BenchOptions its row in the results file beside
-    configs/ (results/<gpu>/<kernel>.csv) was timed with; empty without that file."""
-    from tritonbench_lab.store import load_records
-    from tritonbench_lab.timing import BenchOptions
-
-    results = path.parents[2] / "results" / path.parent.name / path.name
-    budgets = {}
-    for r in load_records(results) if results.is_file() else []:
-        bench = BenchOptions.of_method(r.timing)
-        if bench and r.p50_ms:
-            budgets[(r.run_id, r.dtype, r.shape, r.config)] = bench
-    return budgets
-
-
-def retime(path: Path, rows: list[dict], tolerance: float,
-           attempts: int = 3) -> tuple[list[Retimed], list[Problem]]:
-    """Time each winner again on this GPU, for as long as it was timed when recorded (tlab's
-    default when its row is not found); a winner slower than recorded by more than `tolerance`
-    is measured up to `attempts` times (best kept) before it counts as a problem."""
-    from tritonbench_lab.records import OK, TRITON
+def retime(path: Path, rows: list[tuple[int, Winner]], tolerance: float,
+           kernel_modules: tuple[str, ...] = (), attempts: int = 3
+           ) -> tuple[list[Retimed], list[Problem]]:
+    """Time each winner again on this GPU, with the do_bench budget its row was timed with;
+    a winner slower than recorded by more than `tolerance` is measured up to `attempts` times
+    (best kept) before it counts as a problem."""
     from tritonbench_lab.timing import BenchOptions
     from tritonbench_lab.worker import Task, Timeouts, Worker
 
-    budgets = recorded_budgets(path)
-    workers: dict = {}  # one per do_bench budget
+    workers: dict[BenchOptions, Worker] = {}  # one per budget, each with the user's kernels
     results, problems = [], []
     try:
-        for row in rows:
-            bench = budgets.get((row["run_id"], row["dtype"], row["shape"], row["config"]),
-                                BenchOptions())
-            worker = workers.setdefault(bench, Worker(interpret=False, bench=bench))
-            task = Task(row["kernel"], TRITON, tuple(int(s) for s in row["shape"].split("x")),
-                        row["dtype"], parse_config_text(row["config"]), 0)
-            recorded = float(row["p50_ms"])
+        for number, w in rows:
+            bench = BenchOptions(warmup_ms=w.warmup_ms or BenchOptions.warmup_ms,
+                                 rep_ms=w.rep_ms or BenchOptions.rep_ms)
+            worker = workers.setdefault(bench, Worker(False, kernel_modules, bench))
+            task = Task(w.kernel, TRITON, shape_sizes(w.shape), w.dtype,
+                        parse_config_text(w.config), 0)
             best, status = None, OK
             for _ in range(attempts):
                 outcome = worker.run(task, Timeouts())
@@ -223,19 +237,59 @@ def retime(path: Path, rows: list[dict], tolerance: float,
                     best, status = None, outcome.status
                     break
                 best = outcome.p50_ms if best is None else min(best, outcome.p50_ms)
-                if best <= recorded * (1 + tolerance):
+                if best <= w.p50_ms * (1 + tolerance):
                     break
-            item = Retimed(row["line"], row["kernel"], row["dtype"], row["shape"],
-                           row["config"], recorded, best, status)
+            item = Retimed(number, w, best, status)
             results.append(item)
             if status != OK:
-                problems.append(Problem(path, row["line"], ERROR, f"winner now fails: {status}"))
+                problems.append(Problem(path, number, ERROR, f"winner now fails: {status}"))
             elif item.ratio > 1 + tolerance:
-                problems.append(Problem(path, row["line"], ERROR,
-                                        f"{item.ratio:.2f}x slower than recorded "
-                                        f"({best:.4g} ms vs {recorded:.4g} ms, tolerance "
-                                        f"{tolerance:.0%}, best of {attempts})"))
+                problems.append(Problem(path, number, ERROR, f"{item.ratio:.2f}x slower than "
+                                        f"recorded ({best:.4g} ms vs {w.p50_ms:.4g} ms, "
+                                        f"tolerance {tolerance:.0%}, best of {attempts})"))
     finally:
         for worker in workers.values():
             worker.stop()
     return results, problems
+
+
+def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] | None = None,
+              dtypes: list[str] | None = None, tolerance: float = 0.10, timing: bool = True,
+              regret: bool = False, kernel_modules: tuple[str, ...] = ()) -> CheckReport:
+    """Check every configs file under `layout` (or those of `kernels`), rows of `dtypes`."""
+    from tritonbench_lab.env import INTERPRETER
+    from tritonbench_lab.kernels import get_spec
+
+    files = layout.config_files(kernels)
+    if not files:
+        which = f" for kernel(s) {', '.join(kernels)}" if kernels else ""
+        raise TlabError(f"no config files under {str(layout.configs)!r}{which}")
+    device = "cpu" if backend == INTERPRETER else "cuda"
+    reports = []
+    for path in files:
+        report = FileReport(path)
+        reports.append(report)
+        report.problems, rows = read_rows(path)
+        if not rows and any(p.row == 1 for p in report.problems):
+            continue  # the header is wrong: nothing else can be read
+        try:
+            spec = get_spec(path.stem)
+        except TlabError as err:
+            report.problems.append(Problem(path, 1, ERROR, str(err)))
+            continue
+        found, valid = validate(path, rows, spec, fingerprint.triton)
+        report.problems += found
+        report.problems += against_results(
+            path, rows, layout.results_file(path.parent.name, path.stem))
+        report.rows = [(n, w) for n, w in valid if not dtypes or w.dtype in dtypes]
+        report.problems += run_configs(path, report.rows, device)
+        mine = path.parent.name == fingerprint.gpu_slug
+        if timing and device == "cuda" and mine:
+            report.timed, slow = retime(path, report.rows, tolerance, kernel_modules)
+            report.problems += slow
+        if regret and mine and report.rows:
+            from tritonbench_lab.regret import regret_of_file
+
+            report.regrets = regret_of_file(layout, path, report.rows, kernel_modules)
+    where = "in Triton's interpreter" if device == "cpu" else f"on {fingerprint.gpu}"
+    return CheckReport(reports, where)

@@ -2,8 +2,8 @@
 ceiling, and config portability (how well one GPU's winning config does on another).
 
 Reads results folders only (results/<gpu-slug>/<kernel>.csv and the ceilings.csv beside
-them): no torch, no triton, so comparisons run anywhere. Pictures are written as PNG + SVG
-with the non-interactive Agg backend.
+them), and takes each GPU's winners from the one winner rule (winners.py): no torch, no
+triton, so comparisons run anywhere.
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ matplotlib.use("Agg")  # before pyplot: files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from tritonbench_lab.calibrate import ceiling_for, load_ceilings, traffic_of  # noqa: E402
+from tritonbench_lab.calibrate import ceiling_for, ceilings_in_force, traffic_of  # noqa: E402
 from tritonbench_lab.errors import TlabError  # noqa: E402
-from tritonbench_lab.measurements import kernels_in, shape_sizes, x_axis  # noqa: E402
-from tritonbench_lab.records import OK, TRITON, Record, parse_config_text, standing  # noqa: E402
-from tritonbench_lab.store import load_records, make_folder  # noqa: E402
-from tritonbench_lab.tuned import compute_winners, newest_toolchain  # noqa: E402
+from tritonbench_lab.layout import ceilings_in, kernel_file, kernels_in  # noqa: E402
+from tritonbench_lab.plots import save  # noqa: E402
+from tritonbench_lab.records import OK, Record, Winner, parse_config_text  # noqa: E402
+from tritonbench_lab.series import x_axis  # noqa: E402
+from tritonbench_lab.shapes import shape_sizes  # noqa: E402
+from tritonbench_lab.store import load_records  # noqa: E402
+from tritonbench_lab.winners import pick_winners, shape_results  # noqa: E402
 
 WINNER_COLUMNS = ["shape", "throughput", "metric", "p50_ms", "pct_ceiling", "ceiling",
                   "ceiling_value", "winner_config"]
@@ -55,35 +58,33 @@ def gpu_labels(folders: list[Path]) -> list[str]:
 
 
 def _load(folder: Path, kernel: str) -> list[Record]:
-    records = load_records(Path(folder) / f"{kernel}.csv")
+    records = load_records(kernel_file(folder, kernel))
     if not records:
         known = ", ".join(kernels_in(folder)) or "none"
         raise TlabError(f"no results for kernel {kernel!r} in {str(folder)!r} (it has: {known})")
     return records
 
 
-def _winners(folder: Path, kernel: str) -> list[dict[str, str]]:
-    return [w for w in compute_winners(_load(folder, kernel)) if w["kernel"] == kernel]
+def _winners(folder: Path, kernel: str) -> list[Winner]:
+    return [w for w in pick_winners(_load(folder, kernel)) if w.kernel == kernel]
 
 
 def winners_frame(folder: Path, kernel: str, dtype: str) -> pd.DataFrame:
     """One GPU's winner per shape, with its share of that GPU's own calibrated ceiling."""
-    # calibrate.ceilings_path puts ceilings.csv in results/<slug>/, beside the kernel files.
-    ceilings = load_ceilings(Path(folder) / "ceilings.csv")
+    ceilings = ceilings_in_force(ceilings_in(folder))
     rows = []
     for w in _winners(folder, kernel):
-        if w["dtype"] != dtype:
+        if w.dtype != dtype:
             continue
-        value = float(w["throughput"])
         # GB/s kernels against a copy of the same bytes where the curve is calibrated.
-        traffic = traffic_of(value, float(w["p50_ms"]), w["metric"])
-        ceiling = ceiling_for(w["metric"], dtype, ceilings, traffic)
-        rows.append({"shape": w["shape"], "throughput": value, "metric": w["metric"],
-                     "p50_ms": float(w["p50_ms"]),
-                     "pct_ceiling": 100 * value / ceiling[1] if ceiling else math.nan,
+        traffic = traffic_of(w.throughput, w.p50_ms, w.metric)
+        ceiling = ceiling_for(w.metric, dtype, ceilings, traffic)
+        rows.append({"shape": w.shape, "throughput": w.throughput, "metric": w.metric,
+                     "p50_ms": w.p50_ms,
+                     "pct_ceiling": 100 * w.throughput / ceiling[1] if ceiling else math.nan,
                      "ceiling": ceiling[0] if ceiling else "",
                      "ceiling_value": ceiling[1] if ceiling else math.nan,
-                     "winner_config": w["config"]})
+                     "winner_config": w.config})
     return pd.DataFrame(rows, columns=WINNER_COLUMNS)
 
 
@@ -120,18 +121,16 @@ def compare_frame(folders: list[Path], kernel: str, dtype: str) -> pd.DataFrame:
     return frame[COMPARE_COLUMNS].reset_index(drop=True)
 
 
-def _config_on(records: list[Record], shape: str, config: str) -> tuple[float | None, str]:
-    """(best p50 of `config` at `shape`, status) among these rows; the same rows the winner is
-    chosen from (tuned.compute_winners: newest toolchain of the shape), so a GPU's own winner
-    config gives exactly its winner's time."""
-    rows = standing(newest_toolchain([r for r in records if r.shape == shape]))
+def _config_on(records: list[Record], dtype: str, shape: str, config: str
+               ) -> tuple[float | None, str]:
+    """(p50 of `config` at `shape`, status) by the winner rule (winners.py), so a GPU's own
+    winner config gives exactly its winner's time."""
     wanted = parse_config_text(config)  # as a dict: parameter order may differ between files
-    same = [r for r in rows if r.provider == TRITON and parse_config_text(r.config) == wanted]
-    timed = [r.p50_ms for r in same if r.status == OK and r.p50_ms]
-    if timed:
-        return min(timed), OK
-    if same:  # tried but failed there (pruned, out of resources, ...): say how
-        return None, max(same, key=lambda r: r.timestamp).status
+    for result in shape_results([r for r in records if (r.dtype, r.shape) == (dtype, shape)]):
+        for text, row in result.configs.items():
+            if parse_config_text(text) == wanted:
+                # Tried but failed there (pruned, out of resources, ...): say how.
+                return (row.p50_ms, OK) if row.status == OK else (None, row.status)
     return None, NOT_MEASURED
 
 
@@ -149,7 +148,7 @@ def portability(folder_a: Path, folder_b: Path, kernel: str, dtype: str) -> pd.D
     for shape, config in zip(wins_a["shape"], wins_a["winner_config"], strict=True):
         if shape not in best_on_b:
             continue
-        p50, status = _config_on(records_b, shape, config)
+        p50, status = _config_on(records_b, dtype, shape, config)
         rows.append({"shape": shape, "config_from": label_a, "config_on": label_b,
                      "config": config,
                      "runs_at_pct": 100 * best_on_b[shape] / p50 if p50 else math.nan,
@@ -157,9 +156,9 @@ def portability(folder_a: Path, folder_b: Path, kernel: str, dtype: str) -> pd.D
     return pd.DataFrame(rows, columns=PORTABILITY_COLUMNS)
 
 
-def compare(folders: list[Path], kernel: str | None = None, dtype: str | None = None
-            ) -> tuple[list[Comparison], list[str]]:
-    """Every (kernel, dtype) all folders have winners for (or the one asked for), and notes on
+def compare(folders: list[Path], kernel: list[str] | None = None,
+            dtype: list[str] | None = None) -> tuple[list[Comparison], list[str]]:
+    """Every (kernel, dtype) all folders have winners for (or those asked for), and notes on
     what was left out. Raises TlabError, naming what each side has, when nothing overlaps."""
     folders = [Path(f) for f in folders]
     labels = gpu_labels(folders)
@@ -167,7 +166,7 @@ def compare(folders: list[Path], kernel: str | None = None, dtype: str | None = 
         if not kernels_in(folder):
             raise TlabError(f"no results in {str(folder)!r}: it holds no <kernel>.csv file")
     notes, skipped, comparisons = [], [], []
-    kernels = [kernel] if kernel else sorted(set.intersection(*(set(kernels_in(f))
+    kernels = list(kernel) if kernel else sorted(set.intersection(*(set(kernels_in(f))
                                                                  for f in folders)))
     if not kernels:
         raise TlabError("no kernel in common: "
@@ -177,12 +176,12 @@ def compare(folders: list[Path], kernel: str | None = None, dtype: str | None = 
         if others:
             notes.append(f"kernels not in every folder, left out: {', '.join(sorted(others))}")
     for name in kernels:
-        dtypes_of = [{w["dtype"] for w in _winners(f, name)} for f in folders]
+        dtypes_of = [{w.dtype for w in _winners(f, name)} for f in folders]
         common = set.intersection(*dtypes_of)
         if dtype:
-            common &= {dtype}
+            common &= set(dtype)
         if not common:
-            wanted = f"dtype {dtype}" if dtype else "dtype"
+            wanted = f"dtype {', '.join(dtype)}" if dtype else "dtype"
             skipped.append(f"{name}: no {wanted} on every GPU: " + _has(labels, dtypes_of))
         elif not dtype and set.union(*dtypes_of) - common:
             notes.append(f"{name}: dtypes not on every GPU, left out: "
@@ -214,9 +213,9 @@ def picture_stem(out: Path, comparison: Comparison) -> Path:
     return Path(out) / "compare" / name
 
 
-def draw(comparison: Comparison, out: Path) -> list[Path]:
+def draw(comparison: Comparison, out: Path, formats: tuple[str, ...] = ("svg",)) -> list[Path]:
     """Throughput against shape, one line per GPU; below it, when any GPU is calibrated,
-    each GPU's share of its own ceiling. Writes PNG and SVG; returns their paths."""
+    each GPU's share of its own ceiling. Writes the pictures; returns their paths."""
     frame = comparison.frame
     shapes = sorted(set(frame["shape"]), key=shape_sizes)
     calibrated = bool(frame["pct_ceiling"].notna().any())
@@ -257,10 +256,4 @@ def draw(comparison: Comparison, out: Path) -> list[Path]:
     ax.minorticks_off()
     ax.set_xlabel(x_label)
     fig.tight_layout()
-    stem = picture_stem(out, comparison)
-    make_folder(stem.parent)
-    paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".svg")]
-    fig.savefig(paths[0], dpi=130)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
+    return save(fig, picture_stem(out, comparison), formats)

@@ -8,12 +8,12 @@ CLI before it loads any kernel.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
 
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.layout import INTERPRETER_SLUG, slugify
 from tritonbench_lab.space import HOPPER, DeviceLimits
 
 INTERPRETER = "interpreter"
@@ -70,11 +70,6 @@ class Fingerprint:
     tlab: str
 
 
-def slugify(name: str) -> str:
-    """'NVIDIA H200' -> 'nvidia-h200' (used in results/, configs/ and plots/ paths)."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown-gpu"
-
-
 def _driver_version() -> str:
     try:
         out = subprocess.run(
@@ -93,7 +88,7 @@ def fingerprint(backend: str) -> Fingerprint:
     from tritonbench_lab import __version__
 
     if backend == INTERPRETER:
-        return Fingerprint(INTERPRETER, INTERPRETER, "", "", torch.__version__,
+        return Fingerprint(INTERPRETER, INTERPRETER_SLUG, "", "", torch.__version__,
                            triton.__version__, __version__)
     name = torch.cuda.get_device_name(torch.cuda.current_device())
     return Fingerprint(name, slugify(name), _driver_version(), torch.version.cuda or "",

@@ -10,20 +10,21 @@ import json
 from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import parse_config_text
+from tritonbench_lab.layout import Layout
+from tritonbench_lab.records import Winner, parse_config_text
 from tritonbench_lab.space import LAUNCH_OPTIONS
-from tritonbench_lab.tuned import load_winners
+from tritonbench_lab.store import load_winners
 
 
-def winners_by_gpu(config_root: Path, kernel: str) -> dict[str, list[dict[str, str]]]:
-    """gpu slug -> winner rows of `kernel`, for every GPU folder under config_root."""
+def winners_by_gpu(layout: Layout, kernel: str) -> dict[str, list[Winner]]:
+    """gpu slug -> winners of `kernel`, for every GPU folder under layout's configs/."""
     found = {}
-    for path in sorted(Path(config_root).glob(f"*/{kernel}.csv")):
+    for path in layout.config_files([kernel]):
         rows = load_winners(path)
         if rows:
             found[path.parent.name] = rows
     if not found:
-        raise TlabError(f"no winners for {kernel!r} under {str(config_root)!r}: "
+        raise TlabError(f"no winners for {kernel!r} under {str(layout.configs)!r}: "
                         "run `tlab sweep` first")
     return found
 
@@ -34,7 +35,7 @@ def _config_call(config: dict[str, int]) -> str:
     return f"triton.Config({meta!r}{options})"
 
 
-def autotune_module(kernel: str, by_gpu: dict[str, list[dict[str, str]]]) -> str:
+def autotune_module(kernel: str, by_gpu: dict[str, list[Winner]]) -> str:
     """Python source: CONFIGS[gpu_slug] = distinct winner configs, fastest-first order kept."""
     today = datetime.date.today().isoformat()
     lines = [
@@ -52,10 +53,10 @@ def autotune_module(kernel: str, by_gpu: dict[str, list[dict[str, str]]]) -> str
         lines.append(f"    {slug!r}: [")
         seen = []
         for row in rows:
-            if row["config"] not in seen:
-                seen.append(row["config"])
-                where = f"{row['dtype']} {row['shape']}"
-                lines.append(f"        {_config_call(parse_config_text(row['config']))},"
+            if row.config not in seen:
+                seen.append(row.config)
+                where = f"{row.dtype} {row.shape}"
+                lines.append(f"        {_config_call(parse_config_text(row.config))},"
                              f"  # won {where}")
         lines.append("    ],")
     lines += [
@@ -70,12 +71,30 @@ def autotune_module(kernel: str, by_gpu: dict[str, list[dict[str, str]]]) -> str
     return "\n".join(lines)
 
 
-def json_documents(by_gpu: dict[str, list[dict[str, str]]]) -> dict[str, str]:
+def json_documents(by_gpu: dict[str, list[Winner]]) -> dict[str, str]:
     """gpu slug -> JSON text {dtype: {shape: config}} for that GPU."""
     documents = {}
     for slug, rows in by_gpu.items():
         table: dict[str, dict[str, dict[str, int]]] = {}
         for row in rows:
-            table.setdefault(row["dtype"], {})[row["shape"]] = parse_config_text(row["config"])
+            table.setdefault(row.dtype, {})[row.shape] = parse_config_text(row.config)
         documents[slug] = json.dumps(table, indent=2) + "\n"  # rows come in shape order
     return documents
+
+
+def write_export(layout: Layout, kernel: str, fmt: str, out: Path) -> list[Path]:
+    """Write the export of `kernel` in `fmt` ("autotune" or "json") under `out`."""
+    from tritonbench_lab.store import make_folder
+
+    by_gpu = winners_by_gpu(layout, kernel)
+    make_folder(out)
+    if fmt == "autotune":
+        path = Path(out) / f"{kernel}_configs.py"
+        path.write_text(autotune_module(kernel, by_gpu))
+        return [path]
+    written = []
+    for slug, text in json_documents(by_gpu).items():
+        path = Path(out) / f"{kernel}-{slug}.json"
+        path.write_text(text)
+        written.append(path)
+    return written

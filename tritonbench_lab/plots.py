@@ -1,7 +1,9 @@
 """Pictures from stored rows: throughput against size per provider, and the config landscape.
 
 Pure pandas + matplotlib over the CSV files (no torch, no triton), with the non-interactive
-Agg backend, so `tlab plot` runs anywhere. Every picture is written as PNG and SVG.
+Agg backend, so `tlab plot` runs anywhere. Pictures are SVG (and PNG on request), written
+deterministically: the same rows give the same bytes (no date stamp, fixed element ids,
+fixed jitter), so committed pictures can be checked against the committed results.
 """
 
 from __future__ import annotations
@@ -12,20 +14,24 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: no display needed, ever
+matplotlib.rcParams["svg.hashsalt"] = "tlab"  # fixed ids inside SVGs: same rows, same bytes
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tritonbench_lab.calibrate import SAME_SIZE_COPY, copy_at, traffic_of  # noqa: E402
-from tritonbench_lab.measurements import (  # noqa: E402
+from tritonbench_lab.records import GBPS, Record, parse_config_text  # noqa: E402
+from tritonbench_lab.series import (  # noqa: E402
     DEFAULT,
     TUNED,
+    correct_configs,
     series,
-    shape_sizes,
     x_axis,
 )
-from tritonbench_lab.records import GBPS, OK, TRITON, parse_config_text  # noqa: E402
+from tritonbench_lab.shapes import shape_sizes  # noqa: E402
 from tritonbench_lab.store import make_folder  # noqa: E402
+
+FORMATS = ("svg", "png")
 
 # Fixed colours per provider, so every picture reads the same way.
 COLOURS = {TUNED: "#d62728", DEFAULT: "#ff9896", "torch": "#1f77b4", "unfused": "#7f7f7f",
@@ -37,17 +43,24 @@ def _colour(label: str, index: int) -> str:
     return COLOURS.get(label.split(" (outside")[0], EXTRA_COLOURS[index % len(EXTRA_COLOURS)])
 
 
-def _title(frame: pd.DataFrame, kernel: str, dtype: str) -> str:
-    newest = frame.loc[frame["timestamp"].idxmax()]
-    return (f"{kernel}, {dtype} on {newest['gpu']}\n"
-            f"torch {newest['torch']}, triton {newest['triton']}, {newest['timestamp'][:10]}")
+def _title(records: list[Record], kernel: str, dtype: str) -> str:
+    newest = max((r for r in records if r.dtype == dtype), key=lambda r: r.timestamp)
+    return (f"{kernel}, {dtype} on {newest.gpu}\n"
+            f"torch {newest.torch}, triton {newest.triton}, {newest.timestamp[:10]}")
 
 
-def _save(fig, path_stem: Path) -> list[Path]:
+# Metadata matplotlib would stamp into each file, left out so that a picture's bytes depend
+# on its rows only.
+_NO_STAMPS = {"svg": {"Date": None, "Creator": None}, "png": {"Software": None}}
+
+
+def save(fig, path_stem: Path, formats: tuple[str, ...] = ("svg",)) -> list[Path]:
     make_folder(path_stem.parent)
-    paths = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
-    fig.savefig(paths[0], dpi=130, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
+    paths = []
+    for fmt in formats:
+        path = path_stem.with_name(f"{path_stem.name}.{fmt}")
+        fig.savefig(path, format=fmt, dpi=130, bbox_inches="tight", metadata=_NO_STAMPS[fmt])
+        paths.append(path)
     plt.close(fig)
     return paths
 
@@ -61,20 +74,14 @@ def _shape_ticks(ax, shapes: list[str]) -> None:
     ax.set_xlabel(label)
 
 
-def plot_throughput(frame: pd.DataFrame, kernel: str, dtype: str,
-                    ceiling: tuple[str, float] | None, default_config: str | None,
-                    out_stem: Path, curve: list[tuple[int, float]] | None = None) -> list[Path]:
-    return _save(draw_throughput(frame, kernel, dtype, ceiling, default_config, curve), out_stem)
-
-
-def draw_throughput(frame: pd.DataFrame, kernel: str, dtype: str,
+def draw_throughput(records: list[Record], kernel: str, dtype: str,
                     ceiling: tuple[str, float] | None, default_config: str | None,
                     curve: list[tuple[int, float]] | None = None):
     """Throughput against size, one line per provider with its p20-p80 band, and the
     calibrated ceiling as a line with a % axis on the right; with a calibrated copy curve
     (GB/s kernels) also the copy of each shape's bytes. Returns the figure."""
-    lines = series(frame, dtype, default_config)
-    metric = frame["metric"].iloc[0]
+    lines = series(records, dtype, default_config)
+    metric = records[0].metric
     fig, ax = plt.subplots(figsize=(8, 5))
     shapes: set[str] = set()
     for index, (label, line) in enumerate(lines.items()):
@@ -109,25 +116,22 @@ def draw_throughput(frame: pd.DataFrame, kernel: str, dtype: str,
                                                        lambda p: p * value / 100))
         right.set_ylabel(f"% of {name} ceiling")
     ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
-    ax.set_title(_title(frame, kernel, dtype) + "\nbands: p20-p80 of the timed calls",
+    ax.set_title(_title(records, kernel, dtype) + "\nbands: p20-p80 of the timed calls",
                  fontsize=10)
     return fig
 
 
-def plot_landscape(frame: pd.DataFrame, kernel: str, dtype: str, default_config: str | None,
-                   out_stem: Path) -> list[Path]:
-    fig = draw_landscape(frame, kernel, dtype, default_config)
-    return _save(fig, out_stem) if fig is not None else []
-
-
-def draw_landscape(frame: pd.DataFrame, kernel: str, dtype: str, default_config: str | None):
+def draw_landscape(records: list[Record], kernel: str, dtype: str, default_config: str | None):
     """How much tuning buys: every correct config's throughput per shape, the winner and the
-    default marked; for tiled kernels also a BLOCK_M x BLOCK_N heatmap at the largest shape."""
-    rows = frame[(frame["dtype"] == dtype) & (frame["provider"] == TRITON)
-                 & (frame["status"] == OK)]
-    if rows.empty:
+    default marked; for tiled kernels also a BLOCK_M x BLOCK_N heatmap at the largest shape.
+    None when no config was correct."""
+    by_shape = {s.shape: s for s in correct_configs(records, dtype)}
+    if not by_shape:
         return None
-    shapes = sorted(rows["shape"].unique(), key=shape_sizes)
+    rows = pd.DataFrame([{"shape": r.shape, "config": r.config, "throughput": r.throughput,
+                          "p50_ms": r.p50_ms, "metric": r.metric}
+                         for s in by_shape.values() for r in s.configs.values()])
+    shapes = sorted(by_shape, key=shape_sizes)
     positions, _ = x_axis(shapes)
     configs = rows["config"].map(parse_config_text)
     tiled = all({"BLOCK_M", "BLOCK_N"} <= set(c) for c in configs)
@@ -139,8 +143,8 @@ def draw_landscape(frame: pd.DataFrame, kernel: str, dtype: str, default_config:
         x = positions[shape]
         xs = [x * 2 ** jitter.uniform(-0.12, 0.12) for _ in range(len(group))]
         ax.scatter(xs, group["throughput"], s=9, color="#888888", alpha=0.5, linewidths=0)
-        best = group.loc[group["p50_ms"].idxmin()]
-        ax.scatter([x], [best["throughput"]], marker="*", s=160, color=COLOURS[TUNED],
+        ax.scatter([x], [by_shape[shape].winner.throughput], marker="*", s=160,
+                   color=COLOURS[TUNED],
                    zorder=3, label="winner" if shape == shapes[0] else None)
         default = group[group["config"] == default_config] if default_config else group[:0]
         if not default.empty:
@@ -157,7 +161,7 @@ def draw_landscape(frame: pd.DataFrame, kernel: str, dtype: str, default_config:
                  fontsize=10)
     if tiled:
         _block_heatmap(axes[0][1], rows, shapes[-1])
-    fig.suptitle(_title(frame, kernel, dtype), fontsize=10, y=1.02)
+    fig.suptitle(_title(records, kernel, dtype), fontsize=10, y=1.02)
     return fig
 
 
@@ -180,3 +184,20 @@ def _block_heatmap(ax, rows: pd.DataFrame, shape: str) -> None:
     ax.set_title(f"best over the other parameters at {shape}\n"
                  "(blank: pruned or none correct)", fontsize=10)
     ax.figure.colorbar(image, ax=ax, label=f"throughput ({rows['metric'].iloc[0]})")
+
+
+def draw_target(target, out: Path, formats: tuple[str, ...] = ("svg",),
+                default_config: str | None = None) -> list[Path]:
+    """Both pictures of one GPU, kernel and dtype (series.Target) under <out>/<gpu>/."""
+    from tritonbench_lab.calibrate import judging
+    from tritonbench_lab.layout import plot_stem
+
+    records, kernel, dtype = target.records, target.kernel, target.dtype
+    ceiling, curve = judging(target.folder, records[0].metric, dtype)
+    written = save(draw_throughput(records, kernel, dtype, ceiling, default_config, curve),
+                   plot_stem(out, target.slug, kernel, dtype), formats)
+    landscape = draw_landscape(records, kernel, dtype, default_config)
+    if landscape is not None:
+        written += save(landscape, plot_stem(out, target.slug, kernel, dtype, "landscape"),
+                        formats)
+    return written

@@ -1,12 +1,19 @@
-"""One measurement attempt = one CSV row. The schema lives here, once.
+"""The three tables tlab keeps, as typed rows: Record (one measurement attempt), Winner (the
+fastest correct config of a kernel, dtype and shape) and Ceiling (a rate measured on the GPU).
 
-results/SCHEMA.md documents every column; tests/test_records.py keeps the two in sync.
-This module imports neither torch nor triton, so plots and reports run anywhere.
+Each dataclass is its table's schema: field order is column order, field types say how a
+cell is written and read (results/SCHEMA.md documents every column; tests keep the two in
+sync). One codec turns any of them into CSV cells and back, so every table is read with the
+same checks. No torch, no triton: plots and reports run anywhere.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import dataclasses
+import functools
+import types
+import typing
+from dataclasses import dataclass, fields
 from typing import Any
 
 # Statuses, in the order a config can fail.
@@ -24,11 +31,34 @@ TRITON = "triton"  # the provider name of the kernel under test; baselines use t
 # The two throughput units; a kernel spec says which one its users judge it by.
 TFLOPS = "TFLOP/s"
 GBPS = "GB/s"
+METRICS = (TFLOPS, GBPS)
+
+# Dtype names as rows and users write them, and the other spellings accepted for them.
+DTYPE_NAMES = ("fp32", "fp16", "bf16")
+DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 
 
-@dataclass
+def dtype_name_of(text: str) -> str | None:
+    """'BF16' or 'bfloat16' -> 'bf16'; None for anything that is not a dtype name."""
+    key = text.strip().lower()
+    key = DTYPE_ALIASES.get(key, key)
+    return key if key in DTYPE_NAMES else None
+
+
+# Which pass of a sweep measured a row.
+SWEEP = "sweep"  # the pass over the whole space
+CONFIRM = "confirm"  # a leader or baseline timed again in a fresh worker after its shape
+PHASES = (SWEEP, CONFIRM)
+
+# How the times of a row were taken ("" when the row was not timed).
+DO_BENCH = "do_bench"  # triton.testing.do_bench: CUDA events, L2 flushed before every call
+INTERPRETER = "interpreter"  # wall clock of Triton's CPU interpreter: not GPU numbers
+METHODS = ("", DO_BENCH, INTERPRETER)
+
+
+@dataclass(frozen=True)
 class Record:
-    """A row. Field order is column order."""
+    """One measurement attempt: a baseline or a Triton config at one dtype and shape."""
 
     run_id: str
     timestamp: str  # UTC, ISO 8601
@@ -46,7 +76,10 @@ class Record:
     throughput: float | None  # at p50, in `metric` units
     metric: str  # "TFLOP/s" or "GB/s"
     compile_s: float | None  # first call (compile + load + run) in seconds
-    timing: str  # how p20/p50/p80 were measured
+    phase: str  # SWEEP or CONFIRM
+    method: str  # DO_BENCH, INTERPRETER, or "" when not timed
+    warmup_ms: int | None  # do_bench's budgets; None for the interpreter or when not timed
+    rep_ms: int | None
     seed: int
     gpu: str  # device name, e.g. "NVIDIA H200", or "interpreter"
     gpu_slug: str
@@ -54,32 +87,149 @@ class Record:
     cuda: str
     torch: str
     triton: str
-    tlab: str  # tlab's version + "+src." + a hash of the kernel module's source
+    tlab: str  # tlab's version
+    source: str  # hash of the kernel module's source: an edited kernel is measured again
+
+    @property
+    def confirmed(self) -> bool:
+        return self.phase == CONFIRM
 
     def key(self) -> tuple[str, ...]:
-        return resume_key(asdict(self))
+        return tuple(str(getattr(self, c)) for c in KEY_COLUMNS)
+
+    def toolchain(self) -> tuple[str, ...]:
+        return tuple(getattr(self, c) for c in TOOLCHAIN_COLUMNS)
+
+
+@dataclass(frozen=True)
+class Winner:
+    """The fastest correct Triton config of one kernel, dtype and shape on one GPU."""
+
+    kernel: str
+    dtype: str
+    shape: str
+    config: str
+    p50_ms: float
+    throughput: float
+    metric: str
+    method: str  # how p50_ms was timed (the Record's method and budgets)
+    warmup_ms: int | None
+    rep_ms: int | None
+    best_baseline: str  # the fastest baseline at this shape ("" when none was timed ok)
+    baseline_p50_ms: float | None
+    baseline_throughput: float | None
+    speedup: float | None  # baseline_p50_ms / p50_ms
+    gpu: str
+    torch: str
+    triton: str
+    tlab: str
+    source: str
+    date: str  # of the winning row, YYYY-MM-DD
+    run_id: str
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A rate measured on the GPU itself, that kernels are judged against."""
+
+    name: str  # "copy", "copy_<N>MiB", "matmul_<dtype>"
+    metric: str
+    value: float
+    p20_ms: float
+    p50_ms: float
+    p80_ms: float
+    size: str  # bytes moved for a copy, MxNxK for a matmul
+    method: str
+    warmup_ms: int | None
+    rep_ms: int | None
+    gpu: str
+    gpu_slug: str
+    torch: str
+    triton: str
+    timestamp: str
 
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record))
-FLOAT_COLUMNS = ("max_abs_error", "p20_ms", "p50_ms", "p80_ms", "throughput", "compile_s")
-INT_COLUMNS = ("seed",)
+WINNER_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Winner))
+CEILING_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Ceiling))
 
+# The code that measured a row; rows of different toolchains are never compared.
+TOOLCHAIN_COLUMNS = ("torch", "triton", "tlab", "source")
 # A row measured under the same values of these columns is not measured again on resume.
-KEY_COLUMNS = ("gpu_slug", "torch", "triton", "tlab", "kernel", "provider", "dtype", "shape",
-               "config")
+KEY_COLUMNS = ("gpu_slug", *TOOLCHAIN_COLUMNS, "kernel", "provider", "dtype", "shape", "config")
 
 
-def resume_key(row: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(str(row[c]) for c in KEY_COLUMNS)
+# --- the codec: typed rows <-> CSV cells --------------------------------------------------
+
+@functools.cache
+def _kinds(cls: type) -> dict[str, tuple[type, bool]]:
+    """field name -> (base type, may be None), from the annotations."""
+    kinds = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        args = typing.get_args(hint)
+        optional = isinstance(hint, types.UnionType) and type(None) in args
+        base = next(a for a in args if a is not type(None)) if optional else hint
+        kinds[name] = (base, optional)
+    return kinds
 
 
-# The `timing` of a leader's confirmation (re-timed in a fresh worker after its shape was
-# swept) ends with this.
-CONFIRMATION = "; confirmation"
+def to_cells(row: Any) -> list[str]:
+    """Cells of one row: floats with full precision (repr), None as empty, line breaks inside
+    text turned into spaces, so that every row is exactly one line of its file (what lets a
+    reader drop a torn last line after a kill)."""
+    out = []
+    for f in fields(row):
+        value = getattr(row, f.name)
+        if value is None:
+            out.append("")
+        elif isinstance(value, float):
+            out.append(repr(value))
+        else:
+            out.append(" ".join(str(value).splitlines()))
+    return out
 
 
-def is_confirmation(record: Record) -> bool:
-    return record.timing.endswith(CONFIRMATION)
+def from_cells(cls: type, values: dict[str, str]) -> Any:
+    """Inverse of to_cells; ValueError naming the column on a malformed cell."""
+    kwargs: dict[str, Any] = {}
+    for name, (base, optional) in _kinds(cls).items():
+        if name not in values:
+            raise ValueError(f"missing column {name}")
+        text = values[name]
+        if text == "" and optional:
+            kwargs[name] = None
+        elif base is str:
+            kwargs[name] = text
+        else:
+            try:
+                kwargs[name] = base(text)
+            except ValueError:
+                raise ValueError(f"{name} is not {'an integer' if base is int else 'a number'}: "
+                                 f"{text!r}") from None
+    row = cls(**kwargs)
+    _check_vocabulary(row)
+    return row
+
+
+def _check_vocabulary(row: Any) -> None:
+    allowed = {"status": STATUSES, "phase": PHASES, "method": METHODS, "metric": METRICS}
+    for name, values in allowed.items():
+        if hasattr(row, name) and getattr(row, name) not in values:
+            raise ValueError(f"unknown {name} {getattr(row, name)!r}")
+
+
+def replace(row: Any, **changes: Any) -> Any:
+    return dataclasses.replace(row, **changes)
+
+
+# --- which rows stand ---------------------------------------------------------------------
+
+def newest_toolchain(rows: list[Record]) -> list[Record]:
+    """The rows measured under the toolchain of the newest row among them."""
+    if not rows:
+        return []
+    newest = max(rows, key=lambda r: r.timestamp).toolchain()
+    return [r for r in rows if r.toolchain() == newest]
 
 
 def standing(rows: list[Record]) -> list[Record]:
@@ -91,57 +241,26 @@ def standing(rows: list[Record]) -> list[Record]:
     process after it was picked, is not chosen on its own noise. Order is kept."""
     newest: dict[tuple[str, ...], Record] = {}
     for r in rows:
-        if is_confirmation(r):
+        if r.confirmed:
             newest[r.key()] = r  # rows are in file order: the later of equal keys is newer
     return [r for r in rows if newest.get(r.key(), r) is r]
 
 
 def fastest(rows: list[Record]) -> Record | None:
-    """The lowest-p50 of these (standing, ok, timed) rows; among the confirmed ones when any
-    is confirmed, so that a winner's time is one taken after it was chosen."""
-    confirmed = [r for r in rows if is_confirmation(r)]
-    return min(confirmed or rows, key=lambda r: r.p50_ms, default=None)
-
-
-def to_csv_row(record: Record) -> list[str]:
-    """Column values as text: floats with full precision (repr), None as empty, line breaks
-    inside text turned into spaces, so that every row is exactly one line of the file (what
-    lets a reader drop a torn last line after a kill)."""
-    out = []
-    for name in COLUMNS:
-        value = getattr(record, name)
-        if value is None:
-            out.append("")
-        elif isinstance(value, float):
-            out.append(repr(value))
-        else:
-            out.append(" ".join(str(value).splitlines()))
-    return out
-
-
-def from_csv_row(values: dict[str, str]) -> Record:
-    """Inverse of to_csv_row (raises ValueError on a malformed row)."""
-    missing = [c for c in COLUMNS if c not in values]
-    if missing:
-        raise ValueError(f"missing column(s) {', '.join(missing)}")
-    kwargs: dict[str, Any] = {}
-    for name in COLUMNS:
-        text = values[name]
-        if name in FLOAT_COLUMNS:
-            kwargs[name] = float(text) if text != "" else None
-        elif name in INT_COLUMNS:
-            kwargs[name] = int(text)
-        else:
-            kwargs[name] = text
-    if kwargs["status"] not in STATUSES:
-        raise ValueError(f"unknown status {kwargs['status']!r}")
-    return Record(**kwargs)
+    """The lowest-p50 of these (standing, timed) rows; among the confirmed ones when any is
+    confirmed, so that a winner's time is one taken after it was chosen."""
+    timed = [r for r in rows if r.p50_ms is not None]
+    confirmed = [r for r in timed if r.confirmed]
+    return min(confirmed or timed, key=lambda r: r.p50_ms, default=None)
 
 
 def parse_config_text(text: str) -> dict[str, int]:
-    """'BLOCK_M=128 num_warps=8' -> {'BLOCK_M': 128, 'num_warps': 8}; '' -> {}."""
+    """'BLOCK_M=128 num_warps=8' -> {'BLOCK_M': 128, 'num_warps': 8}; '' -> {}.
+    ValueError on anything else."""
     config = {}
     for item in text.split():
-        name, _, value = item.partition("=")
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"config item {item!r} is not NAME=integer")
         config[name] = int(value)
     return config

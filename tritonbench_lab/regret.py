@@ -13,9 +13,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonbench_lab.records import OK, TRITON, fastest, standing
+from tritonbench_lab.layout import Layout
+from tritonbench_lab.records import OK, Winner
 from tritonbench_lab.space import config_text
 from tritonbench_lab.tuned import lookup
+from tritonbench_lab.winners import shape_results
 
 
 def held_out_shapes(tuned: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
@@ -42,6 +44,29 @@ class Regret:
         return None if self.looked_up_ms is None else self.looked_up_ms / self.winner_ms - 1
 
 
+def regret_of_file(layout: Layout, path: Path, rows: list[tuple[int, Winner]],
+                   kernel_modules: tuple[str, ...] = ()) -> list[Regret]:
+    """For each dtype in one configs file: held-out shapes tuned into the regret root of its
+    GPU (layout.regret), and what lookup's rule loses on each."""
+    from tritonbench_lab.plan import build_request
+    from tritonbench_lab.shapes import shape_sizes, shape_text
+
+    slug, kernel = path.parent.name, path.stem
+    found = []
+    for dtype in dict.fromkeys(w.dtype for _, w in rows):
+        tuned = [shape_sizes(w.shape) for _, w in rows if w.dtype == dtype]
+        held = held_out_shapes(tuned)
+        if not held:
+            continue
+        request = build_request(kernel, dtypes=[dtype],
+                                shapes=",".join(shape_text(s) for s in held),
+                                root=layout.regret(slug).root,
+                                interpret=slug == "interpreter",
+                                kernel_modules=kernel_modules)
+        found += measure_regret(request, layout.configs)
+    return found
+
+
 def measure_regret(request, config_root: Path) -> list[Regret]:
     """Tune `request.shapes` (held-out shapes of one kernel and dtype) with `run_sweep`, then
     compare what lookup() picks from `config_root` with each fresh winner."""
@@ -52,21 +77,19 @@ def measure_regret(request, config_root: Path) -> list[Regret]:
     spec = request.spec
     (dtype,) = request.dtypes
     name = dtype_name(dtype)
+    by_shape = {s.shape: s for s in shape_results(result.records) if s.dtype == name}
     out = []
     for shape in request.shapes:
-        rows = [r for r in standing(result.records) if r.shape == str(shape)
-                and r.dtype == name and r.provider == TRITON]
-        correct = [r for r in rows if r.status == OK]
-        if not correct:
+        found = by_shape.get(str(shape))
+        if found is None or found.winner is None:
             continue
-        best = fastest(correct)
         picked = config_text(spec.space.complete(lookup(
             spec.name, name, gpu=request.fingerprint.gpu_slug, directory=config_root,
             **dict(shape.dims))))
-        mine = [r for r in rows if r.config == picked]
-        ok = [r for r in mine if r.status == OK]
+        mine = found.configs.get(picked)
+        timed = mine is not None and mine.status == OK
         out.append(Regret(spec.name, name, str(shape), picked,
-                          ok[-1].p50_ms if ok else None,
-                          ok[-1].status if ok else (mine[-1].status if mine else "not run"),
-                          best.config, best.p50_ms))
+                          mine.p50_ms if timed else None,
+                          mine.status if mine else "not run",
+                          found.winner.config, found.winner.p50_ms))
     return out

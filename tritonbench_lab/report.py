@@ -7,20 +7,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from tritonbench_lab.calibrate import SAME_SIZE_COPY, copy_at, traffic_of
-from tritonbench_lab.measurements import DEFAULT, TUNED, series, shape_sizes
+from tritonbench_lab.records import Record
+from tritonbench_lab.series import DEFAULT, TUNED, series
+from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.store import make_folder
 
 
-def kernel_section(frame: pd.DataFrame, kernel: str, dtype: str,
+def kernel_section(records: list[Record], kernel: str, dtype: str,
                    ceiling: tuple[str, float] | None, default_config: str | None,
                    pictures: list[str], curve: list[tuple[int, float]] | None = None) -> str:
-    lines = series(frame, dtype, default_config)
+    lines = series(records, dtype, default_config)
     tuned = lines[TUNED].set_index("shape")
     others = {label: line.set_index("shape") for label, line in lines.items() if label != TUNED}
-    metric = frame["metric"].iloc[0]
+    metric = records[0].metric
     header = ["shape", "winner config", f"tuned ({metric})"]
     for label in others:
         header += [label, f"tuned / {label}"]
@@ -61,3 +61,27 @@ def write_report(path: Path, gpu: str, sections: list[str], sources: str) -> Pat
     make_folder(path.parent)
     path.write_text(text)
     return path
+
+
+def write_reports(targets: list, out: Path, default_config_of, picture_format: str = "svg"
+                  ) -> list[Path]:
+    """One REPORT.md per GPU among `targets` (series.Target), under <out>/<gpu>/; the
+    pictures it links are those `tlab plot` writes beside it."""
+    from tritonbench_lab.calibrate import judging
+    from tritonbench_lab.layout import plot_stem, report_file
+
+    by_gpu: dict[str, list] = {}
+    for target in targets:
+        by_gpu.setdefault(target.slug, []).append(target)
+    written = []
+    for slug, items in by_gpu.items():
+        sections = []
+        for t in items:
+            pictures = [f"{plot_stem(Path(), slug, t.kernel, t.dtype, kind).name}."
+                        f"{picture_format}" for kind in ("", "landscape")]
+            ceiling, curve = judging(t.folder, t.records[0].metric, t.dtype)
+            sections.append(kernel_section(t.records, t.kernel, t.dtype, ceiling,
+                                           default_config_of(t.kernel), pictures, curve))
+        written.append(write_report(report_file(out, slug), items[0].records[-1].gpu,
+                                    sections, f"`results/{slug}/`"))
+    return written

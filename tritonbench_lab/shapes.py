@@ -39,6 +39,21 @@ _RANGE = re.compile(rf"([0-9]+)-([0-9]+)(?::({_INT}))?")
 _SHAPE = re.compile(rf"{_INT}(?:x{_INT})+")
 
 
+_SHAPE_TEXT = re.compile(r"[0-9]+(?:x[0-9]+)*")
+
+
+def shape_sizes(text: str) -> tuple[int, ...]:
+    """'4096x4096x1024' (a stored shape) -> (4096, 4096, 1024); ValueError otherwise."""
+    if not _SHAPE_TEXT.fullmatch(text):
+        raise ValueError(f"shape {text!r} is not sizes joined by 'x'")
+    return tuple(int(part) for part in text.split("x"))
+
+
+def shape_text(sizes: Sequence[int]) -> str:
+    """(4096, 4096, 1024) -> '4096x4096x1024': how shapes are stored and printed."""
+    return "x".join(str(size) for size in sizes)
+
+
 def parse_sizes(text: str) -> list[tuple[int, ...]]:
     """Parse a sizes text into size tuples, in the order given, without exact duplicates.
 

@@ -12,11 +12,16 @@ This module imports neither torch nor triton; dtypes reach it as element sizes i
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from tritonbench_lab.errors import TlabError
 
 Config = dict[str, int]
 
@@ -93,6 +98,17 @@ class Space:
                 return f"{name}={config[name]} is not one of {list(values)}"
         return None
 
+    def narrow(self, params: Mapping[str, tuple[int, ...]]) -> Space:
+        """This space with some parameter lists replaced; constraints and other settings
+        kept. Its default config stays when still inside (else the first value of each list),
+        and so do the values completing configs from before an added parameter."""
+        params = {**self.params, **params}
+        default = dict(self.default)
+        if any(default.get(k) not in params[k] for k in params):
+            default = {k: params[k][0] for k in params}
+        added = {k: v for k, v in self.added.items() if v in params[k]}
+        return dataclasses.replace(self, params=params, default=default, added=added)
+
     def why_pruned(
         self, config: Config, sizes: Mapping[str, int], elem_bytes: int, limits: DeviceLimits
     ) -> str | None:
@@ -114,6 +130,44 @@ class Space:
             else:
                 kept.append(config)
         return kept, pruned
+
+
+SPACE_PRESETS = {
+    "full": "every config of the kernel's space (pruned for the device)",
+    "default": "only the kernel's untuned default config",
+}
+
+
+def load_space(space: Space, text: str) -> Space:
+    """`--space`: a preset name, or a JSON file {"PARAM": [values], ...} replacing those
+    lists of `space`. Anything else is a one-line TlabError."""
+    if text == "full":
+        return space
+    if text == "default":
+        return space.narrow({k: (v,) for k, v in space.default.items()})
+    path = Path(text)
+    if not path.is_file():
+        raise TlabError(f"--space {text!r}: not a preset ({', '.join(SPACE_PRESETS)}) nor a file")
+    try:
+        overrides = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise TlabError(f"--space file {text!r} is not valid JSON: {err}") from err
+    if not isinstance(overrides, dict) or not overrides:
+        raise TlabError(f"--space file {text!r} must be a JSON object of parameter -> [integers]")
+    params = {}
+    for name, values in overrides.items():
+        if name not in space.params:
+            raise TlabError(f"--space file {text!r}: unknown parameter {name!r} "
+                            f"(known: {', '.join(space.params)})")
+        # 0 is a value only where the kernel's own space has it (PER_SM=0: not persistent).
+        lowest = 0 if 0 in space.params[name] else 1
+        ok = isinstance(values, list) and values and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= lowest for v in values)
+        if not ok:
+            kind = "integers >= 0" if lowest == 0 else "positive integers"
+            raise TlabError(f"--space file {text!r}: {name} must be a non-empty list of {kind}")
+        params[name] = tuple(values)
+    return space.narrow(params)
 
 
 def split_config(config: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
@@ -183,3 +237,21 @@ def rows_not_exceeding(config: Config, sizes: Mapping[str, int], elem_bytes: int
     if rows > 1 and rows > sizes["rows"]:
         return f"ROWS={rows} exceeds the {sizes['rows']} rows of the tensor"
     return None
+
+
+# Rough costs of Triton's interpreter on one core of the machines tlab is tested on: each
+# program pays a fixed cost, then a little per tile element (measured with triton 3.9 on
+# row kernels from 64x256 to 8192x256 and 64x65536; within a factor of two).
+INTERPRETER_S_PER_PROGRAM = 6e-3
+INTERPRETER_ROWS = 64  # what a single size means for a row kernel in the interpreter: 64 x n
+INTERPRETER_S_PER_ELEMENT = 1.1e-7
+
+
+def row_interpreter_seconds(sizes: Mapping[str, int], config: Config) -> float:
+    """Interpreter time of one launch of a row kernel: one program per tile of ROWS rows, or
+    SPLIT programs per row (launched twice there: a first launch publishes every piece)."""
+    rows_per_tile, split = config.get("ROWS", 1), config.get("SPLIT", 1)
+    programs = math.ceil(sizes["rows"] / rows_per_tile) * split
+    elements = rows_per_tile * next_power_of_2(sizes["cols"]) // split
+    per_program = INTERPRETER_S_PER_PROGRAM + INTERPRETER_S_PER_ELEMENT * elements
+    return (2 if split > 1 else 1) * programs * per_program

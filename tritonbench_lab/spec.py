@@ -25,7 +25,9 @@ from typing import Any
 import torch
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import GBPS, TFLOPS
+from tritonbench_lab.records import DTYPE_NAMES as NAMES
+from tritonbench_lab.records import GBPS, TFLOPS, dtype_name_of
+from tritonbench_lab.shapes import shape_text
 from tritonbench_lab.space import Config, Space
 
 # Names users type for dtypes, in the order tlab lists them.
@@ -42,12 +44,10 @@ Outputs = tuple[torch.Tensor, ...]
 
 def parse_dtype(text: str) -> torch.dtype:
     """'bf16' -> torch.bfloat16; anything else is a TlabError naming the accepted names."""
-    key = text.strip().lower()
-    aliases = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "half": "fp16"}
-    key = aliases.get(key, key)
-    if key not in DTYPES:
-        raise TlabError(f"unknown dtype {text!r}: accepted are {', '.join(DTYPES)}")
-    return DTYPES[key]
+    name = dtype_name_of(text)
+    if name is None:
+        raise TlabError(f"unknown dtype {text!r}: accepted are {', '.join(NAMES)}")
+    return DTYPES[name]
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -79,7 +79,7 @@ class Shape:
         return tuple(v for _, v in self.dims)
 
     def __str__(self) -> str:
-        return "x".join(str(v) for v in self.sizes)
+        return shape_text(self.sizes)
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,11 @@ class KernelSpec:
         check_shape: shape -> None, raising TlabError for a shape the kernel cannot run.
         interpreter_dtypes: dtypes Triton's interpreter computes correctly for this kernel.
         from_size: n -> Shape for a single size on the command line (default: every dim n).
+        small_from_size: the same in Triton's interpreter, where shapes must stay small
+            (a row kernel: a few dozen rows of n columns); default: from_size.
+        interpreter_seconds: (shape, config) -> rough wall time of one launch in Triton's
+            interpreter on one CPU core; shapes far too big for it are refused up front.
+            None: no estimate (nothing is refused).
     """
 
     name: str
@@ -152,6 +157,8 @@ class KernelSpec:
     interpreter_dtypes: tuple[torch.dtype, ...] | None = None
     # What a single size in `--sizes` means; by default every dim takes it (M = N = K = n).
     from_size: Callable[[int], Shape] | None = None
+    small_from_size: Callable[[int], Shape] | None = None
+    interpreter_seconds: Callable[[Shape, Config], float] | None = None
 
     def __post_init__(self) -> None:
         problems = spec_problems(self)
@@ -167,8 +174,10 @@ class KernelSpec:
             )
         return Shape(tuple(zip(self.dims, sizes, strict=True)))
 
-    def size_to_shape(self, n: int) -> Shape:
+    def size_to_shape(self, n: int, interpreting: bool = False) -> Shape:
         """The shape a single size means for this kernel (see `from_size`)."""
+        if interpreting and self.small_from_size is not None:
+            return self.small_from_size(n)
         if self.from_size is not None:
             return self.from_size(n)
         return Shape(tuple((d, n) for d in self.dims))

@@ -1,10 +1,15 @@
-"""Append-only CSV files of Records: one row per attempt, flushed as soon as it is measured.
+"""CSV files of typed rows (records.Record, Winner, Ceiling): read with one set of checks,
+appended under a lock, or replaced whole.
 
-Writers hold an exclusive `fcntl.flock` on the file while they append, so several sweeps can
-write one file at once without interleaving lines. A row is written with a single `write` of
-the whole line; a process killed in the middle can leave at most one partial last line, which
-loaders ignore and the next writer cuts off before appending. Finished rows are never
-rewritten. No torch, no triton.
+Results and ceilings are append-only: writers hold an exclusive `fcntl.flock` while they
+append, so several sweeps can write one file at once without interleaving lines. A row is
+written with a single `write` of the whole line and fsync'd; a process killed in the middle
+can leave at most one partial last line, which readers ignore and the next writer cuts off
+before appending. Finished rows are never rewritten. Winner files are derived from results
+and replaced whole (temp file + rename), so a reader never sees half a file.
+
+Any file that is not what it should be (another tool's header, a malformed line, bytes that
+are not UTF-8) is a TlabError naming the file and line, never a traceback. No torch.
 """
 
 from __future__ import annotations
@@ -13,15 +18,21 @@ import csv
 import fcntl
 import io
 import os
+import tempfile
 from collections.abc import Iterable
+from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import COLUMNS, Record, from_csv_row, to_csv_row
+from tritonbench_lab.records import Ceiling, Record, Winner, from_cells, to_cells
+
+_KIND = {Record: "results", Winner: "winners", Ceiling: "ceilings"}
+_cache: dict[tuple, list] = {}
 
 
-def results_path(root: Path, gpu_slug: str, kernel: str) -> Path:
-    return Path(root) / "results" / gpu_slug / f"{kernel}.csv"
+def columns_of(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
 def make_folder(path: Path) -> Path:
@@ -39,6 +50,87 @@ def _line(values: list[str]) -> str:
     return buffer.getvalue()
 
 
+# --- reading ------------------------------------------------------------------------------
+
+def read_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise TlabError(f"{str(path)!r} line {line}: not UTF-8 text (byte "
+                        f"0x{data[err.start]:02x}); the file is damaged") from None
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]  # a partial last row: its writer died mid-line
+    return text
+
+
+def read_table(path: Path, cls: type) -> list[Any]:
+    """Every complete row of a file of `cls` rows ([] when it does not exist). Each file is
+    parsed once per process until it changes."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return []
+    key = (str(path.resolve()), cls, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key not in _cache:
+        _cache[key] = _parse(path, cls)
+    return list(_cache[key])
+
+
+def _parse(path: Path, cls: type) -> list[Any]:
+    if path.is_dir():
+        raise TlabError(f"{str(path)!r} is a folder, not a tlab {_KIND[cls]} file")
+    reader = csv.reader(io.StringIO(read_text(path)))
+    header = next(reader, None)
+    if header is None:
+        return []
+    columns = columns_of(cls)
+    if tuple(header) != columns:
+        missing = [c for c in columns if c not in header]
+        raise TlabError(f"{str(path)!r} is not a tlab {_KIND[cls]} file: its header does not "
+                        f"match results/SCHEMA.md (missing: {', '.join(missing) or 'none'})")
+    rows = []
+    for number, values in enumerate(reader, start=2):
+        try:
+            if len(values) != len(columns):
+                raise ValueError(f"{len(values)} fields, expected {len(columns)}")
+            rows.append(from_cells(cls, dict(zip(columns, values, strict=True))))
+        except ValueError as err:
+            raise TlabError(f"{str(path)!r} line {number}: {err}") from err
+    return rows
+
+
+def load_records(path: Path) -> list[Record]:
+    return read_table(path, Record)
+
+
+def load_winners(path: Path) -> list[Winner]:
+    return read_table(path, Winner)
+
+
+def load_ceilings(path: Path) -> list[Ceiling]:
+    return read_table(path, Ceiling)
+
+
+def read_results(path: Path):
+    """A results file as a pandas DataFrame, one column per Record field with its type:
+    text as strings (`cuda` too), times and rates as float64, integers as Int64."""
+    import pandas as pd
+
+    rows = load_records(path)
+    frame = pd.DataFrame([asdict(r) for r in rows], columns=list(columns_of(Record)))
+    types = {}
+    for f in fields(Record):
+        hint = str(f.type)
+        types[f.name] = ("float64" if hint.startswith("float") else
+                         "Int64" if hint.startswith("int") else "string")
+    return frame.astype(types)
+
+
+# --- writing ------------------------------------------------------------------------------
+
 def _cut_partial_tail(handle) -> None:
     """Drop a last line without its newline (a writer was killed mid-row)."""
     handle.seek(0, os.SEEK_END)
@@ -50,77 +142,68 @@ def _cut_partial_tail(handle) -> None:
         return
     handle.seek(0)
     data = handle.read()
-    keep = data.rfind(b"\n") + 1
-    handle.truncate(keep)
+    handle.truncate(data.rfind(b"\n") + 1)
 
 
-class ResultsWriter:
-    """Appends Records to one CSV file; creates it (with its header) on the first row only,
-    so a run that measures nothing leaves no file behind."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-
-    def append(self, records: Iterable[Record]) -> None:
-        lines = "".join(_line(to_csv_row(r)) for r in records)
-        if not lines:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                _cut_partial_tail(handle)
-                handle.seek(0, os.SEEK_END)
-                if handle.tell() == 0:
-                    handle.write(_line(list(COLUMNS)).encode())
-                handle.write(lines.encode())
-                handle.flush()
-                os.fsync(handle.fileno())
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+def append_rows(path: Path, rows: Iterable[Any]) -> None:
+    """Append rows (of one type) to a results or ceilings file; the file and its header are
+    created with the first row, so a run that measures nothing leaves no file behind."""
+    rows = list(rows)
+    if not rows:
+        return
+    lines = "".join(_line(to_cells(r)) for r in rows)
+    path = Path(path)
+    make_folder(path.parent)
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            _cut_partial_tail(handle)
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                handle.write(_line(list(columns_of(type(rows[0])))).encode())
+            handle.write(lines.encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def check_results_file(path: Path) -> None:
+def write_table(path: Path, rows: list[Any], cls: type) -> None:
+    """Replace the file with these rows, atomically; readable by all, as any file this
+    process creates (mkstemp's 0600 would hide committed configs from other users)."""
+    path = Path(path)
+    make_folder(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as handle:
+            handle.write(_line(list(columns_of(cls))))
+            handle.writelines(_line(to_cells(r)) for r in rows)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def check_appendable(path: Path, cls: type = Record) -> None:
     """Refuse, before anything is measured, a file this run could not append to safely."""
     path = Path(path)
     if path.exists():
-        load_records(path)  # raises on a file from another tool
+        read_table(path, cls)  # raises on a file from another tool or a damaged one
         if not os.access(path, os.W_OK):
-            raise TlabError(f"results file {str(path)!r} is not writable")
+            raise TlabError(f"{_KIND[cls]} file {str(path)!r} is not writable")
         return
     parent = path.parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
-        raise TlabError(f"cannot create results under {str(path.parent)!r}: "
+        raise TlabError(f"cannot create {_KIND[cls]} under {str(path.parent)!r}: "
                         f"{str(parent)!r} is not a folder")
     if not os.access(parent, os.W_OK):
-        raise TlabError(f"cannot create results under {str(parent)!r}: folder is not writable")
-
-
-def load_records(path: Path) -> list[Record]:
-    """Every complete row of a results file ([] when it does not exist)."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    text = path.read_text()
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]  # a partial last row: its writer died mid-line
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    if header is None:
-        return []
-    if tuple(header) != COLUMNS:
-        raise TlabError(
-            f"{str(path)!r} is not a tlab results file: its header does not match "
-            "results/SCHEMA.md"
-        )
-    records = []
-    for line_number, values in enumerate(reader, start=2):
-        try:
-            if len(values) != len(COLUMNS):
-                raise ValueError(f"{len(values)} fields, expected {len(COLUMNS)}")
-            records.append(from_csv_row(dict(zip(COLUMNS, values, strict=True))))
-        except ValueError as err:
-            raise TlabError(f"{str(path)!r} line {line_number}: {err}") from err
-    return records
+        raise TlabError(f"cannot create {_KIND[cls]} under {str(parent)!r}: folder is not "
+                        "writable")

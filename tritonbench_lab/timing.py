@@ -1,14 +1,16 @@
 """The only place that times anything: `triton.testing.do_bench` on a GPU, wall clock in the
-interpreter. Every number says which of the two produced it (the `timing` column).
+interpreter. Every row says which of the two produced its numbers, and with what budget
+(the `method`, `warmup_ms` and `rep_ms` columns).
 """
 
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from tritonbench_lab.records import DO_BENCH, INTERPRETER
 
 QUANTILES = (0.2, 0.5, 0.8)
 
@@ -20,19 +22,15 @@ class BenchOptions:
 
     warmup_ms: int = 25
     rep_ms: int = 100
-    interpreter_reps: int = 3  # the interpreter is slow; a few wall-clock runs suffice
+    # Interpreter times say nothing about a GPU (rows are labelled so); one wall-clock call
+    # keeps the pipeline honest without doubling an interpreter sweep's time.
+    interpreter_reps: int = 1
 
-    def method(self, interpreting: bool) -> str:
+    def columns(self, interpreting: bool) -> dict[str, str | int | None]:
+        """The method, warmup_ms and rep_ms of a row timed with these options."""
         if interpreting:
-            return f"interpreter wall clock, median of {self.interpreter_reps}"
-        return f"do_bench warmup={self.warmup_ms}ms rep={self.rep_ms}ms, L2 flushed, CUDA events"
-
-    @classmethod
-    def of_method(cls, text: str) -> BenchOptions | None:
-        """The options a row's `timing` (as method() wrote it) was measured with; None for
-        the interpreter's wall clock or anything else."""
-        match = re.match(r"do_bench warmup=(\d+)ms rep=(\d+)ms,", text)
-        return cls(warmup_ms=int(match[1]), rep_ms=int(match[2])) if match else None
+            return {"method": INTERPRETER, "warmup_ms": None, "rep_ms": None}
+        return {"method": DO_BENCH, "warmup_ms": self.warmup_ms, "rep_ms": self.rep_ms}
 
 
 def time_call(fn: Callable[[], object], options: BenchOptions,
@@ -44,6 +42,8 @@ def time_call(fn: Callable[[], object], options: BenchOptions,
             start = time.perf_counter()
             fn()
             samples.append((time.perf_counter() - start) * 1e3)
+        if len(samples) == 1:
+            return samples[0], samples[0], samples[0]
         cuts = statistics.quantiles(samples, n=10, method="inclusive")
         return cuts[1], statistics.median(samples), cuts[7]
     import triton.testing

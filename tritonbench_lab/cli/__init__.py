@@ -1,8 +1,9 @@
 """The `tlab` command. Each sub-command lives in its own module and stays thin: parse the
 options, call one library function, print the result.
 
-Errors the user can fix (a `TlabError`, or a usage error from the option parser) become one
-line on stderr and exit code 2. TLAB_DEBUG=1 shows the traceback instead.
+Errors the user can fix (a `TlabError`, or a usage error from the option parser, which keeps
+its "Try 'tlab X --help'" hint) become one line on stderr and exit code 2. TLAB_DEBUG=1
+shows the traceback instead. Shell completion: `tlab --install-completion`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tritonbench_lab.cli import (
     list_cmd,
     plot_cmd,
     sweep_cmd,
+    targets_cmd,
 )
 from tritonbench_lab.errors import TlabError
 
@@ -29,8 +31,8 @@ app = typer.Typer(
     help="Tune Triton kernels over their config spaces, verify them against PyTorch, "
     "and measure them honestly.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's layout: it re-wraps docstrings instead of keeping their line breaks
 )
 
 
@@ -57,6 +59,7 @@ plot_cmd.register(app)
 export_cmd.register(app)
 check_cmd.register(app)
 compare_cmd.register(app)
+targets_cmd.register(app)
 
 
 def fail(message: str) -> None:
@@ -69,6 +72,14 @@ def _is_click(err: BaseException, name: str) -> bool:
     # Typer up to 0.2x raises click's exceptions, later versions a vendored copy of click:
     # match by class name so both work.
     return any(cls.__name__ == name for cls in type(err).__mro__)
+
+
+def _help_hint(err: BaseException) -> str:
+    """Click's "Try 'tlab sweep --help' for help." for usage errors, on the same line."""
+    ctx = getattr(err, "ctx", None)
+    if not _is_click(err, "UsageError") or ctx is None:
+        return ""
+    return f" Try '{ctx.command_path} --help' for help."
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -90,5 +101,5 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(0)
         if debug or not _is_click(err, "ClickException"):
             raise
-        fail(err.format_message().replace("\n", " "))
+        fail(" ".join(err.format_message().split()) + _help_hint(err))
     sys.exit(code if isinstance(code, int) else 0)

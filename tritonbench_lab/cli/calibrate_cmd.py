@@ -10,39 +10,44 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from tritonbench_lab.cli.options import Dtypes, OldOut, Root, known_dtypes
 from tritonbench_lab.errors import TlabError
 
 
 def calibrate(
-    out: Annotated[Path, typer.Option("--out", help="Folder holding results/.")] = Path("."),
-    dtype: Annotated[str, typer.Option(
-        "--dtype", help="Comma-separated dtypes for the torch.matmul ceiling.")] = "bf16,fp16,fp32",
+    root: Root = Path("."),
+    dtype: Dtypes = None,
     rep_ms: Annotated[int, typer.Option(
         "--rep-ms", min=1, help="do_bench's timing budget per measurement, in ms.")] = 200,
+    old_out: OldOut = None,
 ) -> None:
     """Measure the copy bandwidth of this GPU (a 4 GiB copy, and copies of 16 MiB to 2 GiB
     that GB/s kernels are judged against at their own size) and torch.matmul TFLOP/s per
-    dtype; store them per GPU."""
+    dtype (--dtype: those; default all); store them under ROOT/results/<gpu>/."""
     from tritonbench_lab.env import choose_backend, cuda_available, fingerprint
 
+    names = known_dtypes(dtype) or ["bf16", "fp16", "fp32"]
     if not cuda_available():
         raise TlabError("tlab calibrate measures a GPU and needs CUDA; none is visible")
     backend = choose_backend(False)
-    from tritonbench_lab.calibrate import append_ceilings, ceilings_path, measure
+    from tritonbench_lab.calibrate import append_ceilings, measure
+    from tritonbench_lab.layout import Layout
     from tritonbench_lab.spec import parse_dtype
+    from tritonbench_lab.store import check_appendable
     from tritonbench_lab.timing import BenchOptions
 
-    dtypes = [parse_dtype(d) for d in dtype.split(",") if d.strip()]
     fp = fingerprint(backend)
-    path = ceilings_path(out, fp.gpu_slug)
-    rows = measure(fp, BenchOptions(rep_ms=rep_ms), dtypes)
+    path = Layout(old_out or root).ceilings_file(fp.gpu_slug)
+    from tritonbench_lab.records import Ceiling
+
+    check_appendable(path, Ceiling)
+    rows = measure(fp, BenchOptions(rep_ms=rep_ms), [parse_dtype(d) for d in names])
     append_ceilings(path, rows)
     table = Table(title=f"ceilings of {fp.gpu} (torch {fp.torch}, triton {fp.triton})")
     for column in ("name", "value", "p50 ms", "size"):
         table.add_column(column)
     for row in rows:
-        table.add_row(row["name"], f"{float(row['value']):.4g} {row['metric']}",
-                      f"{float(row['p50_ms']):.4g}", row["size"])
+        table.add_row(row.name, f"{row.value:.4g} {row.metric}", f"{row.p50_ms:.4g}", row.size)
     console = Console()
     console.print(table)
     console.print(f"stored in {path}")

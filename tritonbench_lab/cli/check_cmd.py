@@ -10,11 +10,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tritonbench_lab.cli.options import Interpret, KernelModules, load_modules
+from tritonbench_lab.cli.options import (
+    Dtypes,
+    Interpret,
+    KernelModules,
+    Kernels,
+    Root,
+    known_dtypes,
+    prepare,
+    split_list,
+)
 
 
 def check(
-    root: Annotated[Path, typer.Option("--root", help="Folder holding configs/.")] = Path("."),
+    root: Root = Path("."),
     tolerance: Annotated[float, typer.Option(
         "--tolerance", min=0.0, help="On a matching GPU: how much slower than recorded a "
         "winner may time (0.10 = 10%) before the check fails.")] = 0.10,
@@ -24,103 +33,60 @@ def check(
     regret: Annotated[bool, typer.Option(
         "--regret", help="Also tune held-out shapes between the tuned ones (on this GPU) and "
         "report how much the nearest-shape rule of lookup() loses there.")] = False,
-    kernel: Annotated[list[str] | None, typer.Option(
-        "--kernel", help="Check only the config files of this kernel; repeat the option "
-        "for several.")] = None,
-    dtype: Annotated[list[str] | None, typer.Option(
-        "--dtype", help="Check only the rows of this dtype (fp32, fp16 or bf16); repeat the "
-        "option for several.")] = None,
+    kernel: Kernels = None,
+    dtype: Dtypes = None,
     interpret: Interpret = None,
     kernel_module: KernelModules = None,
 ) -> None:
-    """Check every configs/<gpu>/<kernel>.csv: schema, known kernel, configs inside the
-    space and correct at a small shape; on the matching GPU, not slower than recorded."""
-    from tritonbench_lab.env import INTERPRETER, choose_backend, fingerprint
+    """Check every ROOT/configs/<gpu>/<kernel>.csv: schema, known kernel, configs inside the
+    space, the winners its results pick, correct at a small shape; on the matching GPU, not
+    slower than recorded."""
+    from tritonbench_lab.check import run_check
+    from tritonbench_lab.env import fingerprint
+    from tritonbench_lab.layout import Layout
 
-    backend = choose_backend(interpret)
-    load_modules(kernel_module)
-    from tritonbench_lab.check import ERROR, check_rows, config_files, retime, run_configs
-    from tritonbench_lab.spec import dtype_name, parse_dtype
-
-    # Refuse a misspelt dtype (one line, exit 2) instead of checking nothing and passing.
-    dtype = [dtype_name(parse_dtype(d)) for d in dtype] if dtype else None
-    fp = fingerprint(backend)
-    device = "cpu" if backend == INTERPRETER else "cuda"
+    dtypes = known_dtypes(dtype)  # a misspelt dtype is refused, not silently unmatched
+    backend = prepare(interpret, kernel_module)
+    report = run_check(Layout(root), backend=backend, fingerprint=fingerprint(backend),
+                       kernels=split_list(kernel), dtypes=dtypes, tolerance=tolerance,
+                       timing=timing, regret=regret,
+                       kernel_modules=tuple(str(p) for p in kernel_module or ()))
     out, err = Console(), Console(stderr=True)
-    problems, checked_rows = [], 0
-    files = config_files(Path(root) / "configs", kernel)
-    for path in files:
-        found, rows = check_rows(path, fp.triton)
-        if dtype:
-            rows = [r for r in rows if r["dtype"] in dtype]
-        checked_rows += len(rows)
-        problems += found
-        problems += run_configs(path, rows, device)
-        mine = path.parent.name == fp.gpu_slug
-        if timing and backend != INTERPRETER and mine:
-            timed, slow = retime(path, rows, tolerance)
-            problems += slow
-            _print_timing(out, path, timed)
-        if regret and mine and rows:
-            _print_regret(out, path, _regret(path, rows, Path(root), backend, fp, kernel_module))
-    for problem in problems:
+    for item in report.files:
+        if item.timed:
+            out.print(_timing_table(item))
+        if item.regrets:
+            out.print(_regret_table(item))
+    for problem in report.problems:
         err.print(str(problem), markup=False, highlight=False, soft_wrap=True)
-    errors = sum(p.severity == ERROR for p in problems)
-    stale = len(problems) - errors
-    where = "in Triton's interpreter" if backend == INTERPRETER else f"on {fp.gpu}"
-    out.print(f"checked {len(files)} file(s), {checked_rows} valid row(s), configs run {where}: "
-              f"{errors} error(s), {stale} stale")
-    if errors:
+    out.print(report.summary())
+    if report.errors:
         sys.exit(1)
 
 
-def _regret(path: Path, rows: list[dict], root: Path, backend: str, fp, kernel_module):
-    """Held-out shapes of each dtype in the file, tuned into results/<gpu>/regret/."""
-    from tritonbench_lab.env import INTERPRETER, device_limits, free_device_bytes
-    from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.regret import held_out_shapes, measure_regret
-    from tritonbench_lab.spec import parse_dtype
-    from tritonbench_lab.sweep import SweepRequest
-
-    spec = get_spec(path.stem)
-    found = []
-    for dtype in dict.fromkeys(r["dtype"] for r in rows):
-        tuned = [tuple(int(x) for x in r["shape"].split("x")) for r in rows if r["dtype"] == dtype]
-        shapes = [spec.shape(*sizes) for sizes in held_out_shapes(tuned)]
-        if not shapes:
-            continue
-        request = SweepRequest(
-            spec=spec, dtypes=[parse_dtype(dtype)], shapes=shapes, space=spec.space,
-            root=root / "results" / fp.gpu_slug / "regret", interpret=backend == INTERPRETER,
-            fingerprint=fp, limits=device_limits(backend), free_bytes=free_device_bytes(backend),
-            kernel_modules=tuple(str(p) for p in kernel_module or ()),
-        )
-        found += measure_regret(request, root / "configs")
-    return found
-
-
-def _print_regret(console: Console, path: Path, regrets) -> None:
-    table = Table(title=f"{path}: regret of the nearest-shape rule on held-out shapes")
+def _regret_table(item) -> Table:
+    table = Table(title=f"{item.path}: regret of the nearest-shape rule on held-out shapes")
     for column in ("dtype", "held-out shape", "looked-up config", "its ms", "fresh winner",
                    "winner ms", "regret"):
-        table.add_column(column, justify="left" if "config" in column or "winner" == column
+        table.add_column(column, justify="left" if "config" in column or column == "fresh winner"
                          else "right")
-    for r in regrets:
+    for r in item.regrets:
         mine = f"{r.looked_up_ms:.4g}" if r.looked_up_ms is not None else r.looked_up_status
         lost = f"{100 * r.regret:.1f}%" if r.regret is not None else "-"
         table.add_row(r.dtype, r.shape, r.looked_up, mine, r.winner, f"{r.winner_ms:.4g}", lost)
-    console.print(table)
+    return table
 
 
-def _print_timing(console: Console, path: Path, timed) -> None:
-    table = Table(title=f"{path}: winners timed again")
+def _timing_table(item) -> Table:
+    table = Table(title=f"{item.path}: winners timed again")
     for column in ("line", "dtype", "shape", "recorded ms", "now ms", "now / recorded"):
         table.add_column(column, justify="right")
-    for t in timed:
+    for t in item.timed:
         now = f"{t.measured_ms:.4g}" if t.measured_ms is not None else t.status
         ratio = f"{t.ratio:.2f}x" if t.ratio is not None else "-"
-        table.add_row(str(t.line), t.dtype, t.shape, f"{t.recorded_ms:.4g}", now, ratio)
-    console.print(table)
+        table.add_row(str(t.line), t.winner.dtype, t.winner.shape, f"{t.winner.p50_ms:.4g}",
+                      now, ratio)
+    return table
 
 
 def register(app: typer.Typer) -> None:

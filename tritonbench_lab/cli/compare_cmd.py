@@ -11,36 +11,33 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tritonbench_lab.cli.options import Dtypes, Kernels, Root, known_dtypes, split_list
 from tritonbench_lab.errors import TlabError
 
 
 def compare(
     targets: Annotated[list[str], typer.Argument(
         help="Two or more results folders (results/nvidia-h200) or GPU slugs (nvidia-h200, "
-        "looked up under --root/results).", show_default=False)],
-    kernel: Annotated[str | None, typer.Option(
-        "--kernel", help="Compare only this kernel. Default: every kernel all folders have.")
-    ] = None,
-    dtype: Annotated[str | None, typer.Option(
-        "--dtype", help="Compare only this dtype (fp32, fp16, bf16). Default: every dtype all "
-        "folders have winners for.")] = None,
+        "looked up under ROOT/results).", show_default=False)],
+    kernel: Kernels = None,
+    dtype: Dtypes = None,
     out: Annotated[Path, typer.Option(
         "--out", help="Folder the pictures go under (in <out>/compare/).")] = Path("plots"),
-    root: Annotated[Path, typer.Option(
-        "--root", help="Folder holding results/, where GPU slugs are looked up.")] = Path("."),
+    root: Root = Path("."),
 ) -> None:
     """Compare tuned winners across GPUs: throughput, % of each GPU's own ceiling, and how
     each GPU's winning config does on the others. Prints tables, draws a picture each."""
     from tritonbench_lab.compare import compare as run_compare
     from tritonbench_lab.compare import draw
-    from tritonbench_lab.measurements import gpu_folder
+    from tritonbench_lab.layout import locate
     from tritonbench_lab.records import parse_config_text
     from tritonbench_lab.space import config_legend
 
     if len(targets) < 2:
         raise TlabError("compare needs at least two results folders or GPU slugs")
-    folders = [gpu_folder(t, root) for t in targets]
-    comparisons, notes = run_compare(folders, kernel, dtype)  # every refusal before output
+    folders = [locate(t, root) for t in targets]
+    # Every refusal before any output.
+    comparisons, notes = run_compare(folders, split_list(kernel), known_dtypes(dtype))
     console = Console()
     for note in notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
@@ -59,8 +56,8 @@ def compare(
         legend = config_legend(parse_config_text(c) for c in comparison.frame["winner_config"])
         if legend:
             console.print(legend)
-        png, svg = draw(comparison, out)
-        console.print(f"picture: {png}  (and {svg.name})\n", soft_wrap=True, markup=False)
+        for path in draw(comparison, out):
+            console.print(f"picture: {path}\n", soft_wrap=True, markup=False)
 
 
 def comparison_table(comparison) -> Table:

@@ -6,14 +6,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tritonbench_lab.cli.options import Interpret, KernelModules, load_modules
+from tritonbench_lab.cli.options import Interpret, KernelModules, prepare
 
 
-def describe_kernels(interpret: bool | None) -> list[dict[str, str]]:
+def describe_kernels(backend: str) -> list[dict[str, str]]:
     """One dict of printable fields per kernel; pruning uses the current GPU's limits."""
-    from tritonbench_lab.env import choose_backend, device_limits
+    from tritonbench_lab.env import device_limits
 
-    backend = choose_backend(interpret)
     limits = device_limits(backend)
     from tritonbench_lab.kernels import all_specs
     from tritonbench_lab.spec import dtype_name
@@ -46,8 +45,7 @@ def describe_kernels(interpret: bool | None) -> list[dict[str, str]]:
 
 def list_kernels(kernel_module: KernelModules = None, interpret: Interpret = None) -> None:
     """List every kernel: dtypes, baselines, config space (before -> after pruning), shapes."""
-    load_modules(kernel_module)
-    rows = describe_kernels(interpret)
+    rows = describe_kernels(prepare(interpret, kernel_module))
     console = Console()
     for row in rows:
         console.print(f"[bold]{row['kernel']}[/bold]  {row['summary']}")

@@ -1,4 +1,12 @@
-"""Options shared by several commands, declared once."""
+"""Options shared by the commands, declared once, so a word means one thing everywhere:
+
+    --root        folder holding results/ and configs/ (read or written)
+    --out         folder for generated files only (pictures, REPORT.md, exports)
+    --gpu-name    a GPU by name (its slug, e.g. nvidia-h200), or its results folder
+    --interpret/--gpu   where kernels run: Triton's CPU interpreter or the GPU
+    --dtype       fp32, fp16, bf16: comma-separated or repeated, in every command
+    --kernel      a kernel name: comma-separated or repeated
+"""
 
 from __future__ import annotations
 
@@ -7,29 +15,90 @@ from typing import Annotated
 
 import typer
 
-KernelModules = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--kernel-module", "-m",
-        help="A Python file defining SPEC = KernelSpec(...) (or SPECS = [...]) for your own "
-        "kernels; repeat the option for several files.",
-        show_default=False,
-    ),
-]
-
-Interpret = Annotated[
-    bool | None,
-    typer.Option(
-        "--interpret/--gpu",
-        help="Run kernels in Triton's CPU interpreter (--interpret) or on the GPU (--gpu). "
-        "Default: the GPU when CUDA is visible, otherwise the interpreter.",
-        show_default=False,
-    ),
-]
+from tritonbench_lab.records import DTYPE_NAMES, dtype_name_of
 
 
-def load_modules(paths: list[Path] | None) -> None:
+def complete_kernels(incomplete: str) -> list[str]:
+    from tritonbench_lab.kernels import names
+
+    return [n for n in names() if n.startswith(incomplete)]
+
+
+def complete_dtypes(incomplete: str) -> list[str]:
+    head, _, tail = incomplete.rpartition(",")
+    return [f"{head},{d}" if head else d for d in DTYPE_NAMES if d.startswith(tail)]
+
+
+def split_list(values: list[str] | None) -> list[str] | None:
+    """Repeated options whose values may also be comma lists -> one flat list (None: not
+    given). An option given only empty values is an empty list, which callers refuse."""
+    if values is None:
+        return None
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+Root = Annotated[Path, typer.Option(
+    "--root", metavar="DIR", help="Folder holding results/ and configs/.",
+    show_default="the current folder")]
+
+GpuName = Annotated[str | None, typer.Option(
+    "--gpu-name", metavar="GPU",
+    help="A GPU by its slug (e.g. nvidia-h200, as under ROOT/results) or its results folder. "
+    "Default: every GPU with results under ROOT (not the interpreter).",
+    show_default=False)]
+
+Dtypes = Annotated[list[str] | None, typer.Option(
+    "--dtype", metavar="DTYPES",
+    help="Dtypes among fp32, fp16, bf16: comma-separated or repeated. Default: all.",
+    autocompletion=complete_dtypes, show_default=False)]
+
+Kernels = Annotated[list[str] | None, typer.Option(
+    "--kernel", metavar="KERNELS",
+    help="Kernels (see `tlab list`): comma-separated or repeated. Default: all.",
+    autocompletion=complete_kernels, show_default=False)]
+
+KernelName = Annotated[str, typer.Argument(
+    metavar="KERNEL", help="Kernel (see `tlab list`).", autocompletion=complete_kernels,
+    show_default=False)]
+
+KernelModules = Annotated[list[Path] | None, typer.Option(
+    "--kernel-module", "-m", metavar="FILE",
+    help="A Python file defining SPEC = KernelSpec(...) (or SPECS = [...]) for your own "
+    "kernels; repeat the option for several files.", show_default=False)]
+
+Interpret = Annotated[bool | None, typer.Option(
+    "--interpret/--gpu",
+    help="Run kernels in Triton's CPU interpreter (--interpret) or on the GPU (--gpu). "
+    "Default: the GPU when CUDA is visible, otherwise the interpreter.", show_default=False)]
+
+# Spellings of one release ago, accepted but not shown.
+OldOut = Annotated[Path | None, typer.Option("--out", hidden=True, help="Old name of --root.")]
+OldGpu = Annotated[str | None, typer.Option("--gpu", hidden=True, help="Old name of --gpu-name.")]
+
+
+def prepare(interpret: bool | None, kernel_modules: list[Path] | None) -> str:
+    """Choose the backend, then load the user's kernel modules (which import triton, and
+    triton reads the backend once, when first imported). Returns the backend."""
+    from tritonbench_lab.env import choose_backend
     from tritonbench_lab.kernels import load_kernel_module
 
-    for path in paths or ():
+    backend = choose_backend(interpret)
+    for path in kernel_modules or ():
         load_kernel_module(path)
+    return backend
+
+
+def known_dtypes(values: list[str] | None) -> list[str] | None:
+    """--dtype for commands that filter stored rows: names checked, aliases resolved."""
+    names = split_list(values)
+    if names is None:
+        return None
+    from tritonbench_lab.errors import TlabError
+
+    if not names:
+        raise TlabError(f"no dtypes in --dtype {','.join(values)!r}: accepted are "
+                        f"{', '.join(DTYPE_NAMES)}")
+    for name in names:
+        if dtype_name_of(name) is None:
+            raise TlabError(f"unknown dtype {name!r}: accepted are {', '.join(DTYPE_NAMES)}")
+    return list(dict.fromkeys(dtype_name_of(n) for n in names))

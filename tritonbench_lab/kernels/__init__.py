@@ -58,6 +58,8 @@ def load_kernel_module(path: str | Path) -> list[KernelSpec]:
     one line that names the file.
     """
     path = Path(path)
+    if not path.exists():
+        raise TlabError(f"kernel module {str(path)!r} does not exist")
     if not path.is_file() or path.suffix != ".py":
         raise TlabError(f"kernel module {str(path)!r} is not a .py file")
     module_name = f"tlab_user_kernels_{path.stem}"
@@ -98,3 +100,13 @@ def load_kernel_module(path: str | Path) -> list[KernelSpec]:
     for spec in specs:
         _USER[spec.name] = spec
     return specs
+
+
+def default_config_text(name: str) -> str | None:
+    """The untuned default config of a kernel tlab knows, as rows write configs; None for
+    a kernel it does not know (pictures then draw no default line)."""
+    from tritonbench_lab.space import config_text
+
+    if name not in names():
+        return None
+    return config_text(get_spec(name).space.default)

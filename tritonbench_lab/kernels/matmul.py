@@ -191,6 +191,18 @@ def check_shape(shape: Shape) -> None:
         raise TlabError(f"matmul operands must each have fewer than 2^31 elements, got {shape}")
 
 
+# Triton's interpreter runs each program's K loop step by step in Python: about this long per
+# step of one tile, and per program (triton 3.9 on one core, 64^3 to 512^3; within 2x).
+INTERPRETER_S_PER_K_STEP = 2.5e-3
+INTERPRETER_S_PER_PROGRAM = 3e-3
+
+
+def interpreter_seconds(shape: Shape, config: Config) -> float:
+    tiles = triton.cdiv(shape["M"], config["BLOCK_M"]) * triton.cdiv(shape["N"], config["BLOCK_N"])
+    steps = triton.cdiv(shape["K"], config["BLOCK_K"])
+    return tiles * (INTERPRETER_S_PER_PROGRAM + steps * INTERPRETER_S_PER_K_STEP)
+
+
 def _square(n: int) -> Shape:
     return Shape.of(M=n, N=n, K=n)
 
@@ -218,4 +230,5 @@ SPEC = KernelSpec(
     metric=TFLOPS,
     check_shape=check_shape,
     interpreter_dtypes=(torch.float32, torch.float16),
+    interpreter_seconds=interpreter_seconds,
 )

@@ -28,9 +28,11 @@ import triton.language as tl
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.space import (
+    INTERPRETER_ROWS,
     Config,
     Space,
     next_power_of_2,
+    row_interpreter_seconds,
     row_tile_fits,
     rows_not_exceeding,
     split_config,
@@ -270,6 +272,8 @@ SPEC = KernelSpec(
     metric=GBPS,
     check_shape=check_shape,
     from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
+    small_from_size=lambda n: Shape.of(rows=INTERPRETER_ROWS, cols=n),
+    interpreter_seconds=lambda shape, config: row_interpreter_seconds(dict(shape.dims), config),
 )
 
 # The fused variant differs from the plain one only in what it computes and moves.

@@ -19,21 +19,14 @@ instead keeps exp(x - its own max) in registers, publishes (its max, its sum) in
 word, waits until the row's other pieces have published, and rescales. x is still read once.
 The wait relies on the GPU starting a 1-D grid's programs in launch order (the pieces a
 program waits on are running or start next), which NVIDIA GPUs do, though CUDA does not
-promise it; handing out pieces by an atomic ticket guarantees it but ran 8-37% slower on the
-H200 (scripts/probe_wide.py). A hang would be caught by the sweep's timeout. Triton's
-interpreter runs programs one after another, so there every piece publishes in a first
-launch, and the second (the kernel as on the GPU) never waits.
+promise it; handing out pieces by an atomic ticket would guarantee it, at a cost measured in
+BENCHMARKS.md. A hang would be caught by the sweep's timeout. Triton's interpreter runs
+programs one after another, so there every piece publishes in a first launch, and the
+second (the kernel as on the GPU) never waits.
 
-Tried on the H200 and left out (BENCHMARKS.md, row kernels): a two-pass online softmax over
-column chunks (max and sum first, then a second read for the output). At 16,384-65,536
-columns it ran at 2,700-3,400 GB/s against 3,100-4,150 for the one-pass kernel: the rows in
-flight do not fit the L2, so the second read goes to HBM and traffic is three times the row.
-For 65,536-wide rows also (scripts/probe_wide.py): half the row held and half read twice,
-persistent split programs that prefetch, bf16 rows kept packed two to a register (also a
-quarter at a time), no waiting (the row's last piece writes it all), and a thread-block
-cluster per row (`num_ctas` > 1, which triton 3.6 does not compile). What did help bf16 rows
-that wide was publishing with a relaxed atomic instead of the default acq_rel one (see the
-kernel): 3,053 -> 3,840 GB/s against a 4,247 GB/s copy (scripts/probe_exchange.py).
+Why not a two-pass online softmax (max and sum first, then a second read for the output):
+for rows up to 65,536 columns the rows in flight do not fit the L2, so the second read goes
+to HBM and traffic is three times the row. BENCHMARKS.md lists the variants measured.
 """
 
 from __future__ import annotations
@@ -46,9 +39,11 @@ import triton.language as tl
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.space import (
+    INTERPRETER_ROWS,
     Config,
     Space,
     next_power_of_2,
+    row_interpreter_seconds,
     row_tile_fits,
     rows_not_exceeding,
     split_config,
@@ -76,9 +71,8 @@ DEFAULT_ROWS = 8192  # rows when only a width is given (`--sizes 4096` means 819
 def _load_tile(x_ptr, rows, cols, n_rows, n_cols, stride_xm, stride_xn):
     """The tile's rows, in the input dtype; padding columns are -inf (they neither win the
     max nor add to the sum: exp(-inf) = 0). Rows past the end re-read a real row, so no row
-    is all padding (-inf - -inf would be NaN); they are not stored. A first version masked
-    the rows and selected -inf after the load instead: on the H200 it ran 32,768-wide fp32
-    rows at 2,971 GB/s, this form at 4,165 (more live registers, we think; not confirmed)."""
+    is all padding (-inf - -inf would be NaN); they are not stored. (Masking the rows and
+    selecting -inf after the load ran much slower on the H200: BENCHMARKS.md.)"""
     safe_rows = rows % n_rows
     return tl.load(x_ptr + safe_rows[:, None] * stride_xm + cols[None, :] * stride_xn,
                    mask=cols[None, :] < n_cols, other=-float("inf"))
@@ -156,8 +150,8 @@ def softmax_split_kernel(
     word = (piece_max.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (
         piece_sum.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
     # Relaxed: the word is all a partner reads, so nothing needs ordering around it. The
-    # default (acq_rel) makes this program wait for the atomic's round trip before it polls:
-    # on the H200 that cost bf16 8192x65536 a fifth of its speed (scripts/probe_exchange.py).
+    # default (acq_rel) makes this program wait for the atomic's round trip before it polls,
+    # which cost bf16 65,536-wide rows a fifth of their speed on the H200 (BENCHMARKS.md).
     tl.atomic_xchg(stats_ptr + piece, word, sem="relaxed")
     if not PUBLISH_ONLY:
         slots = stats_ptr + row * SPLIT + tl.arange(0, SPLIT)
@@ -262,7 +256,7 @@ def persistent_fits(config: Config, sizes, elem_bytes: int, limits) -> str | Non
 
 # Pieces narrower than this are left out of the space: they spend more time waiting on
 # their partners than a whole row costs a single program (the H200's fastest 65,536-wide
-# splits had pieces of 4,096-8,192 columns; scripts/probe_wide.py).
+# splits had pieces of 4,096-8,192 columns).
 MIN_PIECE_COLS = 4096
 
 
@@ -351,4 +345,6 @@ SPEC = KernelSpec(
     metric=GBPS,
     check_shape=check_shape,
     from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
+    small_from_size=lambda n: Shape.of(rows=INTERPRETER_ROWS, cols=n),
+    interpreter_seconds=lambda shape, config: row_interpreter_seconds(dict(shape.dims), config),
 )

@@ -1,0 +1,38 @@
+"""The sweep's progress bar: counts, the attempt in flight, and an ETA from measured attempts."""
+
+import io
+
+from rich.console import Console
+
+from tritonbench_lab.cli.progress import SweepProgress
+from tritonbench_lab.worker import Task
+
+
+def record(status):
+    from fixture_results import record as make
+
+    return make("triton", "ROWS=1 num_warps=4", "64x1024", 1.0, status=status)
+
+
+def test_skipped_rows_do_not_shorten_the_eta_and_counts_add_up(monkeypatch):
+    clock = iter([0.0, 10.0, 10.0, 30.0])  # two measured attempts of 10 s and 20 s
+    monkeypatch.setattr("tritonbench_lab.cli.progress.time.monotonic", lambda: next(clock))
+    progress = SweepProgress("softmax", Console(file=io.StringIO(), width=200))
+    progress.planned(to_measure=4, to_skip=100, already_done=0)
+    fields = progress.progress.tasks[0].fields
+    assert fields["eta"] == "?"  # nothing measured yet: no guess
+    for _ in range(50):  # instant pruned rows
+        progress.finished(record("skipped"))
+    assert progress.progress.tasks[0].fields["eta"] == "?"
+    task = Task("softmax", "triton", (64, 1024), "fp32", {"ROWS": 1, "num_warps": 4})
+    progress.started(task, "sweep")
+    assert "64x1024 measuring ROWS=1 w=4" in progress.progress.tasks[0].description
+    progress.finished(record("ok"))
+    progress.started(task, "sweep")
+    progress.finished(record("wrong_result"))
+    fields = progress.progress.tasks[0].fields
+    assert fields["eta"] == "0:00:30"  # 2 left at the mean of 15 s, whatever the skips
+    assert fields["counts"] == "1 ok 1 failed 50 skipped"
+    progress.confirming(3)
+    assert progress.progress.tasks[0].total == 107
+    assert progress.progress.tasks[0].fields["eta"] == "0:01:15"

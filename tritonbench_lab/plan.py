@@ -1,0 +1,277 @@
+"""A sweep request, built in one place from what users type, checked before anything runs,
+and expanded into tasks.
+
+`build_request` turns the command line's words (kernel, dtypes, sizes, space, root, ...)
+into a SweepRequest; `check_request` refuses, one line each, what cannot work (an unknown
+dtype, a shape the kernel cannot run or that cannot fit in memory, a shape at which no
+config of the space is left, a shape far too big for Triton's interpreter, a results file
+that is not tlab's); `plan` lists the tasks: per dtype and shape, every baseline, then every
+config of the space, pruned ones marked with their reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonbench_lab.env import Fingerprint
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.layout import Layout
+from tritonbench_lab.records import KEY_COLUMNS, TRITON, Record
+from tritonbench_lab.space import DeviceLimits, Space, config_text, load_space
+from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype
+from tritonbench_lab.store import check_appendable
+from tritonbench_lab.timing import BenchOptions
+from tritonbench_lab.worker import Task, Timeouts
+
+# In the interpreter, a shape is refused when its configs would take longer than this in all
+# (the interpreter is for checking kernels on small shapes, not for tuning), or when its
+# median config would take TOO_SLOW times the verify-and-time deadline (most would be
+# timeout rows).
+INTERPRETER_BUDGET_S = 600.0
+TOO_SLOW = 2.0
+
+
+@dataclass
+class SweepRequest:
+    spec: KernelSpec
+    dtypes: list  # torch dtypes
+    shapes: list[Shape]
+    space: Space
+    root: Path  # holds results/ and configs/
+    interpret: bool
+    fingerprint: Fingerprint
+    limits: DeviceLimits
+    free_bytes: int
+    fresh: bool = False
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    seed: int = 0
+    kernel_modules: tuple[str, ...] = ()
+    bench: BenchOptions = field(default_factory=BenchOptions)
+    confirm: int = 3  # leaders per shape re-timed in a fresh worker; 0: none
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.root)
+
+    @functools.cached_property
+    def source(self) -> str:
+        return source_hash(self.spec)
+
+    @property
+    def results_file(self) -> Path:
+        return self.layout.results_file(self.fingerprint.gpu_slug, self.spec.name)
+
+    @property
+    def configs_file(self) -> Path:
+        return self.layout.configs_file(self.fingerprint.gpu_slug, self.spec.name)
+
+
+@dataclass
+class Planned:
+    task: Task
+    skip_reason: str = ""  # non-empty: pruned, recorded as `skipped` without running
+
+
+def source_hash(spec: KernelSpec) -> str:
+    """A hash of the code of the file the kernel is defined in: after an edit of its code,
+    resume measures again instead of keeping numbers of the old code. Comments, docstrings
+    and layout do not count (the hash is of the syntax tree without docstrings), so
+    rewording them keeps every measurement."""
+    path = Path(inspect.getsourcefile(spec.launch) or "")
+    if not path.is_file():
+        return "unknown"
+    try:
+        tree = ast.parse(path.read_text())
+    except (SyntaxError, UnicodeDecodeError):
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:10]
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:10]
+
+
+def parse_dtypes(spec: KernelSpec, texts: list[str] | None, interpreting: bool) -> list:
+    """`--dtype` values (each may be a comma list) as torch dtypes, without repeats; none
+    given: every dtype the kernel supports (in the interpreter: those it can run there)."""
+    if texts is None:
+        return [d for d in spec.dtypes if not (interpreting and spec.interpreter_refusal(d))]
+    names = [part for text in texts for part in text.split(",") if part.strip()]
+    if not names:
+        raise TlabError(f"no dtypes in --dtype {','.join(texts)!r}: accepted are "
+                        f"{', '.join(dtype_name(d) for d in spec.dtypes)}")
+    return list(dict.fromkeys(parse_dtype(n) for n in names))
+
+
+def parse_shapes(spec: KernelSpec, sizes: str | None, shapes: str | None,
+                 interpreting: bool) -> list[Shape]:
+    """`--sizes` and `--shapes` as the kernel's shapes, without repeats; neither given: the
+    kernel's default shapes (small ones in the interpreter). An empty value is refused: it
+    is usually an unset shell variable, not a wish for the default sweep."""
+    from tritonbench_lab.shapes import parse_sizes, to_shapes
+
+    found: list[Shape] = []
+    for option, text in (("--sizes", sizes), ("--shapes", shapes)):
+        if text is None:
+            continue
+        if not text.strip():
+            raise TlabError(f"{option} is empty: give sizes such as 512-8192, 1024,3000 or "
+                            "4096x4096x1024, or leave the option out for the default shapes")
+        found += to_shapes(parse_sizes(text), spec.dims,
+                           lambda n: spec.size_to_shape(n, interpreting), spec.name)
+    if sizes is None and shapes is None:
+        found = list(spec.small_shapes if interpreting else spec.default_shapes)
+    return list(dict.fromkeys(found))
+
+
+def build_request(kernel: str, *, dtypes: list[str] | None = None, sizes: str | None = None,
+                  shapes: str | None = None, space: str = "full", root: Path = Path("."),
+                  interpret: bool | None = None, **options) -> SweepRequest:
+    """The one place a SweepRequest is made from what a user typed. Chooses the backend
+    (before any kernel module imports triton), loads nothing else."""
+    from tritonbench_lab.env import (
+        INTERPRETER,
+        choose_backend,
+        device_limits,
+        fingerprint,
+        free_device_bytes,
+    )
+    from tritonbench_lab.kernels import get_spec
+
+    backend = choose_backend(interpret)
+    interpreting = backend == INTERPRETER
+    spec = get_spec(kernel)
+    return SweepRequest(
+        spec=spec, dtypes=parse_dtypes(spec, dtypes, interpreting),
+        shapes=parse_shapes(spec, sizes, shapes, interpreting),
+        space=load_space(spec.space, space), root=Path(root), interpret=interpreting,
+        fingerprint=fingerprint(backend), limits=device_limits(backend),
+        free_bytes=free_device_bytes(backend), **options)
+
+
+def memory_estimate(spec: KernelSpec, shape: Shape, dtype) -> int:
+    """Device bytes one shape needs: inputs and outputs (the cost model's bytes), a second
+    set of outputs (a baseline's), and the float64 reference of the outputs."""
+    cost = spec.cost(shape, dtype)
+    return 2 * cost.bytes + cost.bytes // dtype.itemsize * 8
+
+
+def interpreter_seconds(request: SweepRequest, shape: Shape, configs: list
+                        ) -> tuple[float, float] | None:
+    """Estimated interpreter wall time of the attempts of these configs at `shape` (each:
+    the first call, verification, the timed runs): (all of them, the median one); None
+    without an estimate."""
+    estimate = request.spec.interpreter_seconds
+    if estimate is None or not configs:
+        return None
+    calls = 2 + request.bench.interpreter_reps
+    times = sorted(calls * estimate(shape, c) for c in configs)
+    return sum(times), times[len(times) // 2]
+
+
+def _too_slow(request: SweepRequest, seconds: tuple[float, float] | None) -> bool:
+    return seconds is not None and (seconds[0] > INTERPRETER_BUDGET_S
+                                    or seconds[1] > TOO_SLOW * request.timeouts.measure_s)
+
+
+def _smaller(request: SweepRequest, shape: Shape, configs: list) -> Shape | None:
+    """A shape the interpreter can do: the first size (rows, or M) halved until it fits, or
+    failing that every size halved."""
+    for halve in ([0], range(len(shape.sizes))):
+        sizes = list(shape.sizes)
+        while any(sizes[i] > 1 for i in halve):
+            sizes = [max(1, s // 2) if i in halve else s for i, s in enumerate(sizes)]
+            smaller = request.spec.shape(*sizes)
+            if not _too_slow(request, interpreter_seconds(request, smaller, configs)):
+                return smaller
+    return None
+
+
+def check_request(request: SweepRequest) -> None:
+    """Refuse, before anything runs, what cannot work; one line each."""
+    spec = request.spec
+    if not request.shapes:
+        raise TlabError("no shapes to sweep")
+    if not request.dtypes:
+        raise TlabError("no dtypes to sweep")
+    for dtype in request.dtypes:
+        if dtype not in spec.dtypes:
+            names = ", ".join(dtype_name(d) for d in spec.dtypes)
+            raise TlabError(f"{spec.name} does not support {dtype_name(dtype)}: it takes {names}")
+        if request.interpret and spec.interpreter_refusal(dtype):
+            raise TlabError(spec.interpreter_refusal(dtype))
+    for shape in request.shapes:
+        spec.check_shape(shape)
+        for dtype in request.dtypes:
+            what = f"{spec.name} {dtype_name(dtype)} {shape}"
+            need = memory_estimate(spec, shape, dtype)
+            if need > request.free_bytes:
+                where = "host memory" if request.interpret else "free GPU memory"
+                raise TlabError(f"{what} needs about {need / 1e9:.1f} GB (inputs, outputs, "
+                                f"float64 reference); only {request.free_bytes / 1e9:.1f} GB "
+                                f"of {where}")
+            kept, pruned = request.space.prune(dict(shape.dims), dtype.itemsize, request.limits)
+            if not kept:
+                raise TlabError(f"no config of the space can run {what}: every one is pruned "
+                                f"(e.g. {config_text(pruned[0][0])}: {pruned[0][1]})")
+            seconds = interpreter_seconds(request, shape, kept) if request.interpret else None
+            if _too_slow(request, seconds):
+                smaller = _smaller(request, shape, kept)
+                hint = f"; try {smaller}" if smaller else ""
+                raise TlabError(
+                    f"{what} is too big for Triton's interpreter: its {len(kept)} configs "
+                    f"would take about {seconds[0] / 60:.0f} min (the median one "
+                    f"{seconds[1]:.0f} s, --timeout {request.timeouts.measure_s:g} s){hint}, "
+                    "or run it on a GPU")
+    check_appendable(request.results_file)
+
+
+def plan(request: SweepRequest) -> list[Planned]:
+    spec = request.spec
+    planned = []
+    for dtype in request.dtypes:
+        name = dtype_name(dtype)
+        for shape in request.shapes:
+            planned += [Planned(Task(spec.name, b, shape.sizes, name, {}, request.seed))
+                        for b in spec.baselines]
+            for config in request.space:
+                reason = request.space.why_pruned(config, dict(shape.dims), dtype.itemsize,
+                                                  request.limits)
+                task = Task(spec.name, TRITON, shape.sizes, name, dict(config), request.seed)
+                planned.append(Planned(task, reason or ""))
+    return planned
+
+
+def task_key(request: SweepRequest, task: Task) -> tuple[str, ...]:
+    """The resume key (records.KEY_COLUMNS) a row of this task will have."""
+    fp = request.fingerprint
+    values = {"gpu_slug": fp.gpu_slug, "torch": fp.torch, "triton": fp.triton, "tlab": fp.tlab,
+              "source": request.source, "kernel": task.kernel, "provider": task.provider,
+              "dtype": task.dtype, "shape": str(request.spec.shape(*task.sizes)),
+              "config": config_text(task.config)}
+    return tuple(str(values[c]) for c in KEY_COLUMNS)
+
+
+def estimated_total_seconds(request: SweepRequest, planned: list[Planned]) -> float | None:
+    """Rough interpreter time of the planned attempts (None on a GPU or without a model)."""
+    if not request.interpret or request.spec.interpreter_seconds is None:
+        return None
+    by_shape: dict[tuple[int, ...], list] = {}
+    for item in planned:
+        if item.task.provider == TRITON and not item.skip_reason:
+            by_shape.setdefault(item.task.sizes, []).append(item.task.config)
+    return sum(interpreter_seconds(request, request.spec.shape(*sizes), configs)[0]
+               for sizes, configs in by_shape.items())
+
+
+def is_same_toolchain(request: SweepRequest, row: Record) -> bool:
+    fp = request.fingerprint
+    return (row.gpu_slug, row.torch, row.triton, row.tlab, row.source) == (
+        fp.gpu_slug, fp.torch, fp.triton, fp.tlab, request.source)
+

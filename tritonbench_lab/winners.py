@@ -1,0 +1,106 @@
+"""The one rule for which rows stand and which config wins. configs/, plots, the report,
+compare and check all take their winners from here, so they cannot disagree.
+
+Per (kernel, dtype, shape):
+1. only rows of the newest toolchain (torch, triton, tlab, kernel source) are compared: a
+   re-run with new code replaces the old numbers instead of mixing with them;
+2. of those, the rows that stand (records.standing: a config's newest confirmation replaces
+   its other rows);
+3. each config or baseline is represented by one row: its confirmation when it has one,
+   else its fastest timed row, else its newest row (so a failure still shows);
+4. the winner is the fastest representative `ok` Triton row, among the confirmed ones when
+   any is confirmed (records.fastest); a Triton row that was wrong never wins;
+5. a baseline is drawn and compared even when outside the tolerance (it is timed, and the
+   row says `wrong_result`); the best baseline for the speed-up is the fastest `ok` one.
+No torch, no triton.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from tritonbench_lab.records import (
+    OK,
+    TRITON,
+    Record,
+    Winner,
+    fastest,
+    newest_toolchain,
+    standing,
+)
+from tritonbench_lab.shapes import shape_sizes
+
+
+@dataclass
+class ShapeResult:
+    """Everything that stands for one kernel, dtype and shape."""
+
+    kernel: str
+    dtype: str
+    shape: str
+    configs: dict[str, Record] = field(default_factory=dict)  # config text -> its row
+    baselines: dict[str, Record] = field(default_factory=dict)  # provider -> its row
+    winner: Record | None = None
+
+    @property
+    def best_baseline(self) -> Record | None:
+        return fastest([r for r in self.baselines.values() if r.status == OK])
+
+
+def _representative(rows: list[Record]) -> Record:
+    timed = [r for r in rows if r.p50_ms is not None and (r.status == OK or
+                                                          r.provider != TRITON)]
+    return fastest(timed) or max(rows, key=lambda r: r.timestamp)
+
+
+def shape_results(records: list[Record]) -> list[ShapeResult]:
+    """One ShapeResult per (kernel, dtype, shape), ordered by kernel, dtype and size."""
+    groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
+    for r in records:
+        groups[(r.kernel, r.dtype, r.shape)].append(r)
+    out = []
+    for (kernel, dtype, shape), rows in groups.items():
+        result = ShapeResult(kernel, dtype, shape)
+        by_key: dict[tuple[str, str], list[Record]] = defaultdict(list)
+        for r in standing(newest_toolchain(rows)):
+            by_key[(r.provider, r.config)].append(r)
+        for (provider, config), mine in by_key.items():
+            if provider == TRITON:
+                result.configs[config] = _representative(mine)
+            else:
+                result.baselines[provider] = _representative(mine)
+        result.winner = fastest([r for r in result.configs.values() if r.status == OK])
+        out.append(result)
+    out.sort(key=lambda s: (s.kernel, s.dtype, _size_order(s.shape)))
+    return out
+
+
+def _size_order(shape: str) -> tuple[int, ...]:
+    try:
+        return shape_sizes(shape)
+    except ValueError:
+        return ()
+
+
+def winner_of(result: ShapeResult) -> Winner | None:
+    best = result.winner
+    if best is None:
+        return None
+    base = result.best_baseline
+    return Winner(
+        kernel=best.kernel, dtype=best.dtype, shape=best.shape, config=best.config,
+        p50_ms=best.p50_ms, throughput=best.throughput, metric=best.metric,
+        method=best.method, warmup_ms=best.warmup_ms, rep_ms=best.rep_ms,
+        best_baseline=base.provider if base else "",
+        baseline_p50_ms=base.p50_ms if base else None,
+        baseline_throughput=base.throughput if base else None,
+        speedup=base.p50_ms / best.p50_ms if base else None,
+        gpu=best.gpu, torch=best.torch, triton=best.triton, tlab=best.tlab,
+        source=best.source, date=best.timestamp[:10], run_id=best.run_id,
+    )
+
+
+def pick_winners(records: list[Record]) -> list[Winner]:
+    """One Winner per (kernel, dtype, shape) that has an ok Triton row, in size order."""
+    return [w for w in map(winner_of, shape_results(records)) if w is not None]
