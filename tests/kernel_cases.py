@@ -19,8 +19,9 @@ def configs_for(spec: KernelSpec, shape: Shape, dtype: torch.dtype, count: int =
     assert kept, f"every config of {spec.name} pruned at {shape}"
     if len(kept) < count + 2:
         # Tiny shapes leave few useful configs; pruned ones still must compute the right
-        # thing (they only waste threads), so test them too.
-        kept += [config for config, _ in pruned]
+        # thing (they only waste threads), so test them too, except TMA configs pruned
+        # because descriptors cannot describe the tensors (their launcher refuses those).
+        kept += [config for config, why in pruned if not why.startswith("TMA=1 needs")]
 
     def tile(config: Config) -> int:
         size = 1

@@ -1,11 +1,14 @@
 """matmul against float64 torch on awkward shapes, strides and configs from its space."""
 
+import dataclasses
+
 import pytest
 import torch
 from kernel_cases import configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.kernels.matmul import SPEC, matmul
+from tritonbench_lab.kernels.matmul import SPEC, alignment, matmul, tma_ready
+from tritonbench_lab.space import HOPPER, config_text
 from tritonbench_lab.spec import Shape
 from tritonbench_lab.verify import check
 
@@ -70,6 +73,86 @@ def test_matmul_writes_strided_output(device):
     assert check((out,), (a.double() @ b.double(),), SPEC.tolerance[torch.float32]).ok
     # Columns outside the view are untouched.
     assert torch.isnan(big[:, :10]).all() and torch.isnan(big[:, 50:]).all()
+
+
+# Shapes whose rows are multiples of 16 bytes in fp16 and fp32 (K and N multiples of 8), so
+# the persistent TMA kernel can run them, and whose sizes are not multiples of 16, so the
+# plain kernel is launched with ALIGN=8.
+TMA_SHAPES = [
+    (1, 8, 8),  # one row, one tile
+    (96, 80, 72),  # multiples of 8, not 16
+    (130, 72, 200),  # ragged against every tile
+    (200, 136, 24),  # K shorter than any BLOCK_K
+    (333, 264, 520),  # several tiles per program (the interpreter runs 3 programs)
+    (64, 64, 64),  # exact tiles
+]
+
+
+def _tma_configs(shape, dtype):
+    kept, _ = SPEC.space.prune(dict(shape.dims), dtype.itemsize, HOPPER)
+    tma = [c for c in kept if c["TMA"] == 1]
+    assert tma, shape
+    # the smallest and the largest tile, and one with a deep K step
+    by_tile = sorted(tma, key=lambda c: c["BLOCK_M"] * c["BLOCK_N"])
+    deep = next(c for c in tma if c["BLOCK_K"] == 128)
+    return [by_tile[0], by_tile[-1], deep]
+
+
+@pytest.mark.parametrize("dtype", CPU_DTYPES, ids=["fp32", "fp16"])
+@pytest.mark.parametrize("mnk", TMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_matmul_tma_and_aligned_kernels_at_awkward_shapes(mnk, dtype, device):
+    shape = Shape.of(M=mnk[0], N=mnk[1], K=mnk[2])
+    inputs = SPEC.make_inputs(shape, dtype, device, seed=sum(mnk))
+    plain = {**SPEC.space.default, "TMA": 0}
+    for config in [*_tma_configs(shape, dtype), plain]:
+        verdict = run_and_check(SPEC, inputs, config, dtype)
+        assert verdict.ok, f"{config}: {verdict.detail}"
+
+
+def test_matmul_tma_store_stays_inside_its_view(device):
+    """A guard band of NaN around a view of a wider output: a descriptor store must write
+    the view and nothing past its edges (triton-lang/triton#11583 reports writes past an
+    odd-width output)."""
+    M, N, K = 70, 40, 24
+    gen = torch.Generator(device=device).manual_seed(3)
+    a = torch.randn((M, K), generator=gen, device=device).half()
+    b = torch.randn((K, N), generator=gen, device=device).half()
+    big = torch.full((M + 2, N + 24), float("nan"), device=device).half()
+    out = big[1:M + 1, 8:N + 8]  # rows of 64 elements, 16-byte aligned start
+    config = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4,
+              "num_stages": 3, "TMA": 1}
+    matmul(a, b, config, out=out)
+    assert check((out,), (a.double() @ b.double(),), SPEC.tolerance[torch.float16]).ok
+    band = torch.cat([big[0], big[-1], big[1:-1, :8].flatten(), big[1:-1, N + 8:].flatten()])
+    assert torch.isnan(band.float()).all()
+
+
+def test_tma_refuses_what_descriptors_cannot_describe(device):
+    a = torch.randn(10, 12, device=device).half()  # rows of 24 bytes
+    b = torch.randn(12, 16, device=device).half()
+    config = {**SPEC.space.default, "BLOCK_K": 64, "BLOCK_M": 64, "TMA": 1}
+    with pytest.raises(TlabError, match="16-byte aligned rows"):
+        matmul(a, b, config)
+    assert tma_ready(b.t().contiguous().t()) == (
+        "TMA=1 needs every matrix with unit column stride (row-major)")
+    reasons = dict((config_text(c), why) for c, why in SPEC.space.prune(
+        {"M": 10, "N": 16, "K": 12}, 2, HOPPER)[1])
+    assert any("TMA=1 needs rows of a multiple of 16 bytes; K=12" in r for r in reasons.values())
+
+
+def test_tma_is_pruned_where_the_device_has_none():
+    no_tma = dataclasses.replace(HOPPER, tma=False, label="sm_80")
+    kept, pruned = SPEC.space.prune({"M": 4096, "N": 4096, "K": 4096}, 2, no_tma)
+    assert kept and all(c["TMA"] == 0 for c in kept)
+    assert any("(Hopper or newer); sm_80 has none" in why for _, why in pruned)
+
+
+def test_alignment_is_what_triton_cannot_see_itself():
+    assert alignment(1528, 1528, 1528) == 8
+    assert alignment(4096, 4096, 4096) == 1  # multiples of 16: Triton specialises itself
+    assert alignment(4096, 1000) == 8
+    assert alignment(100, 4096) == 4
+    assert alignment(4097, 4096) == 1
 
 
 def test_matmul_rejects_mismatched_inputs(device):

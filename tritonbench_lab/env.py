@@ -17,6 +17,7 @@ from tritonbench_lab.layout import INTERPRETER_SLUG, slugify
 from tritonbench_lab.space import HOPPER, DeviceLimits
 
 INTERPRETER = "interpreter"
+TMA_CAPABILITY = (9, 0)  # the tensor memory accelerator arrived with Hopper
 
 
 def cuda_available() -> bool:
@@ -54,7 +55,8 @@ def device_limits(backend: str) -> DeviceLimits:
 
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     shared = getattr(props, "shared_memory_per_block_optin", 0) or HOPPER.shared_memory_bytes
-    return DeviceLimits(label=props.name, shared_memory_bytes=int(shared))
+    return DeviceLimits(label=props.name, shared_memory_bytes=int(shared),
+                        tma=(props.major, props.minor) >= TMA_CAPABILITY)
 
 
 @dataclass(frozen=True)

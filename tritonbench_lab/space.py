@@ -36,11 +36,13 @@ class DeviceLimits:
     label: str
     shared_memory_bytes: int  # per block, opt-in maximum (what Triton's OutOfResources checks)
     max_warps: int = 32  # 1024 threads per block on every NVIDIA GPU since Kepler
+    tma: bool = False  # has the tensor memory accelerator (tensor descriptors): sm_90 and newer
 
 
 # Hopper (sm_90: H100, H200): Triton reports 232,448 bytes (227 KiB) of shared memory per
 # block. Used when no GPU is visible so that `tlab list` shows the space a Hopper sweep runs.
-HOPPER = DeviceLimits(label="sm_90 (H100/H200)", shared_memory_bytes=232_448)
+# Triton's interpreter computes tensor descriptors too, so it gets Hopper's limits as well.
+HOPPER = DeviceLimits(label="sm_90 (H100/H200)", shared_memory_bytes=232_448, tma=True)
 
 # A constraint gets (config, shape sizes by name, element size in bytes, device limits) and
 # returns a reason the config is pruned, or None to keep it.

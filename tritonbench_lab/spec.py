@@ -121,6 +121,10 @@ class KernelSpec:
         allocate_outputs: inputs -> empty output tensors of the right shapes and dtypes.
         reference: inputs -> outputs computed in float64 (the ground truth).
         baselines: provider name -> (inputs -> outputs), e.g. "torch", "unfused", "compiled".
+        gpu_only_baselines: names of baselines that only run on a GPU (not planned in the
+            interpreter).
+        autotune_key: the Triton kernel's argument names for the dims (`tlab export
+            --format autotune` writes them as the key); default: dims.
         space: the config space, with its constraints.
         default_shapes: the shapes a sweep uses when none are given (GPU-sized).
         small_shapes: shapes small enough for Triton's interpreter on a CPU.
@@ -154,6 +158,9 @@ class KernelSpec:
     cost: Callable[[Shape, torch.dtype], Cost]
     metric: str
     check_shape: Callable[[Shape], None] = field(default=lambda shape: None)
+    gpu_only_baselines: tuple[str, ...] = ()
+    # The kernel's size arguments, for an exported @triton.autotune key (default: dims).
+    autotune_key: tuple[str, ...] | None = None
     interpreter_dtypes: tuple[torch.dtype, ...] | None = None
     # What a single size in `--sizes` means; by default every dim takes it (M = N = K = n).
     from_size: Callable[[int], Shape] | None = None
@@ -181,6 +188,10 @@ class KernelSpec:
         if self.from_size is not None:
             return self.from_size(n)
         return Shape(tuple((d, n) for d in self.dims))
+
+    def baselines_for(self, interpreting: bool) -> list[str]:
+        """The baselines a sweep times: without a GPU, those that run on a CPU."""
+        return [b for b in self.baselines if not (interpreting and b in self.gpu_only_baselines)]
 
     def interpreter_refusal(self, dtype: torch.dtype) -> str | None:
         """Why this dtype cannot run in Triton's interpreter, or None when it can."""
@@ -211,6 +222,8 @@ def spec_problems(spec: KernelSpec) -> list[str]:
         problems.append("baselines is empty: give at least the PyTorch op to compare with")
     elif any(not callable(fn) for fn in spec.baselines.values()):
         problems.append("every baseline must be callable")
+    elif set(spec.gpu_only_baselines) - set(spec.baselines):
+        problems.append("gpu_only_baselines must name baselines")
     if not isinstance(spec.space, Space) or len(spec.space) == 0:
         problems.append("space must be a non-empty Space")
     missing_tol = [DTYPE_NAMES.get(d, str(d)) for d in spec.dtypes if d not in spec.tolerance]
@@ -237,8 +250,10 @@ def triton_interpreting() -> bool:
 RECOMPILE_BUDGET = 1024
 
 
-def compile_baseline(fn: Callable[[Inputs], Any]) -> Callable[[Inputs], Any]:
-    """torch.compile of `fn`, specialised per shape, compiled on first call, never eager."""
+def compile_baseline(fn: Callable[[Inputs], Any],
+                     options: Callable[[], dict] | None = None) -> Callable[[Inputs], Any]:
+    """torch.compile of `fn`, specialised per shape, compiled on first call, never eager.
+    `options` returns Inductor options for this function alone (e.g. max-autotune)."""
     compiled = None
 
     def run(inputs: Inputs) -> Any:
@@ -253,9 +268,18 @@ def compile_baseline(fn: Callable[[Inputs], Any]) -> Callable[[Inputs], Any]:
                 knob = new_name if hasattr(dynamo_config, new_name) else old_name
                 if hasattr(dynamo_config, knob):
                     setattr(dynamo_config, knob, max(getattr(dynamo_config, knob), RECOMPILE_BUDGET))
-            compiled = torch.compile(fn, dynamic=False)
+            compiled = torch.compile(fn, dynamic=False, options=options() if options else None)
         return compiled(inputs)
 
     run.__name__ = f"compiled_{fn.__name__}"
     run.__doc__ = f"torch.compile({fn.__name__})"
     return run
+
+
+def triton_max_autotune() -> dict:
+    """Inductor options of torch.compile(mode="max-autotune-no-cudagraphs") with only Triton
+    templates to choose from (no cuBLAS): for baselines of what Triton reaches when PyTorch
+    tunes it. GPU only: on a CPU Inductor has no Triton templates (gpu_only_baselines)."""
+    from torch._inductor import list_mode_options
+
+    return {**list_mode_options("max-autotune-no-cudagraphs"), "max_autotune_gemm_backends": "TRITON"}

@@ -8,21 +8,51 @@ Work: 2*M*N*K flops. Fewest bytes: read A and B once, write C once:
 (M*K + K*N + M*N) * element size. Square bf16 matmul is compute-bound from a few hundred
 on up (8192^3: 1.1 TFLOP against 0.4 GB), so it is judged in TFLOP/s.
 
-Each program computes one BLOCK_M x BLOCK_N tile of C, walking K in BLOCK_K steps.
-Programs are numbered so that GROUP_M consecutive programs share a column of B tiles and
-sweep down GROUP_M rows of A tiles: tiles that run at the same time then reuse each other's
-A and B tiles from L2 instead of reading them again from memory.
+Two kernels, chosen by the space's TMA parameter. The plain one (TMA=0) runs one program
+per BLOCK_M x BLOCK_N tile of C, walking K in BLOCK_K steps with masked pointer loads; it
+takes any strides, and its launcher tells it what Triton cannot see (sizes and row strides
+that are multiples of 8 but not 16), which keeps its loads 16 bytes wide and pipelined. The
+persistent one (TMA=1; Hopper and newer) runs at most one program per SM over all tiles, each
+tile copied by the tensor memory accelerator through tensor descriptors, which zero-fill
+ragged edges in hardware; it needs row-major operands with rows of a multiple of 16 bytes.
+Both number tiles so that GROUP_M consecutive ones share a column of B tiles and sweep down
+GROUP_M rows of A tiles: tiles that run at the same time then reuse each other's A and B tiles
+from L2 instead of reading them again from memory.
 """
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.space import Config, DeviceLimits, Space, split_config
-from tritonbench_lab.spec import TFLOPS, Cost, Inputs, KernelSpec, Outputs, Shape, Tolerance
+from tritonbench_lab.spec import (
+    TFLOPS,
+    Cost,
+    Inputs,
+    KernelSpec,
+    Outputs,
+    Shape,
+    Tolerance,
+    compile_baseline,
+    triton_max_autotune,
+)
+
+
+@triton.jit
+def _tile_of(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """Grouped order: tile ids run down GROUP_M row tiles before moving one column right."""
+    tiles_per_group = GROUP_M * tiles_n
+    first_tile_m = (tile // tiles_per_group) * GROUP_M
+    group_rows = min(tiles_m - first_tile_m, GROUP_M)  # the last group may be short
+    tile_m = first_tile_m + (tile % tiles_per_group) % group_rows
+    tile_n = (tile % tiles_per_group) // group_rows
+    return tile_m, tile_n
 
 
 @triton.jit
@@ -37,18 +67,19 @@ def matmul_kernel(
     BLOCK_K: tl.constexpr,  # depth of one step along K
     GROUP_M: tl.constexpr,  # row tiles that share a column of B tiles, for L2 reuse
     EVEN_K: tl.constexpr,  # K % BLOCK_K == 0: the K loop needs no masks
+    ALIGN: tl.constexpr,  # N, K and the row strides are multiples of ALIGN (the launcher checked)
     IEEE_FP32: tl.constexpr,  # multiply fp32 inputs in full precision instead of tf32
 ):
-    pid = tl.program_id(0)
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    # Grouped order: program ids run down GROUP_M row tiles before moving one column right.
-    programs_per_group = GROUP_M * tiles_n
-    group = pid // programs_per_group
-    first_tile_m = group * GROUP_M
-    group_rows = min(tiles_m - first_tile_m, GROUP_M)  # the last group may be short
-    tile_m = first_tile_m + (pid % programs_per_group) % group_rows
-    tile_n = (pid % programs_per_group) // group_rows
+    if ALIGN > 1:
+        # Triton proves divisibility of arguments by 16 only; `x // A * A` hands the compiler
+        # the weaker fact the launcher checked (hints on arguments are not propagated), so
+        # rows of a 1528-wide bf16 matrix still load 16 bytes at a time.
+        N = N // ALIGN * ALIGN
+        K = K // ALIGN * ALIGN
+        stride_am = stride_am // ALIGN * ALIGN
+        stride_bk = stride_bk // ALIGN * ALIGN
+        stride_cm = stride_cm // ALIGN * ALIGN
+    tile_m, tile_n = _tile_of(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
 
     # Rows and columns past the edge are wrapped back into range for the loads (so loads need
     # no mask) and dropped by the store mask at the end.
@@ -81,33 +112,122 @@ def matmul_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def matmul_tma_kernel(
+    a_desc, b_desc, c_desc,  # tensor descriptors of A (M x K), B (K x N), C (M x N)
+    M, N, K,  # problem sizes
+    BLOCK_M: tl.constexpr,  # rows of C per tile (the descriptors' block shapes agree)
+    BLOCK_N: tl.constexpr,  # columns of C per tile
+    BLOCK_K: tl.constexpr,  # depth of one step along K
+    GROUP_M: tl.constexpr,  # row tiles that share a column of B tiles, for L2 reuse
+    IEEE_FP32: tl.constexpr,  # multiply fp32 inputs in full precision instead of tf32
+):
+    """Persistent: at most one program per SM, each walking the tiles id, id + programs, ...
+    The tensor memory accelerator copies tiles into shared memory and fills what lies past
+    an edge with zeros, so ragged M, N and K need no masks; stores past an edge are dropped."""
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    steps = tl.cdiv(K, BLOCK_K)
+    # flatten: one software pipeline over every (tile, step), so the loads of the next tile
+    # start while the last steps of this one are still in the tensor cores.
+    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0), flatten=True):
+        tile_m, tile_n = _tile_of(tile, tiles_m, tiles_n, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for step in range(steps):
+            a = a_desc.load([tile_m * BLOCK_M, step * BLOCK_K])
+            b = b_desc.load([step * BLOCK_K, tile_n * BLOCK_N])
+            if IEEE_FP32:
+                acc = tl.dot(a, b, acc, input_precision="ieee")
+            else:
+                acc = tl.dot(a, b, acc)
+        c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
 # The config people write without tuning (Triton tutorial-sized tiles, default warps/stages).
 DEFAULT_CONFIG: Config = {
     "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 3,
+    "TMA": 0,
 }
+# Tensor descriptors need 16-byte aligned bases and row strides (and unit inner strides).
+TMA_ALIGN_BYTES = 16
+# Programs of the persistent kernel in Triton's interpreter (no SMs to count there): a few,
+# so that each walks several tiles.
+INTERPRETER_PROGRAMS = 3
+
+
+def alignment(*values: int) -> int:
+    """The divisibility the plain kernel is told: the largest of 8, 4, 2 dividing every value;
+    1 when none does, or when 16 does (Triton sees multiples of 16 itself)."""
+    if all(v % 16 == 0 for v in values):
+        return 1
+    return next((a for a in (8, 4, 2) if all(v % a == 0 for v in values)), 1)
+
+
+def tma_ready(*tensors: torch.Tensor) -> str | None:
+    """Why tensor descriptors cannot describe these 2-D tensors, or None when they can."""
+    for t in tensors:
+        size = t.element_size()
+        if t.stride(1) != 1:
+            return "TMA=1 needs every matrix with unit column stride (row-major)"
+        if (t.stride(0) * size) % TMA_ALIGN_BYTES or t.data_ptr() % TMA_ALIGN_BYTES:
+            return (f"TMA=1 needs {TMA_ALIGN_BYTES}-byte aligned rows; a row stride of "
+                    f"{t.stride(0)} x {size} B is not")
+    return None
+
+
+@functools.cache
+def _programs(device: torch.device) -> int:
+    if device.type != "cuda":
+        return INTERPRETER_PROGRAMS
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def bind(config: Config | None = None):
+    """A launcher for one config, `run(a, b, out=None) -> C`, with the config split once
+    (tritonbench_lab.ops keeps one per shape). TMA=1 launches the persistent
+    tensor-descriptor kernel (row-major operands with 16-byte aligned rows)."""
+    meta, options = split_config(DEFAULT_CONFIG if config is None else config)
+    tma = meta.pop("TMA", 0)
+    bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
+
+    def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        if (a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype
+                or a.dtype not in SPEC.dtypes):
+            raise TlabError(f"matmul needs (M x K) @ (K x N) of one dtype, fp32, fp16 or bf16; "
+                            f"got {tuple(a.shape)} {a.dtype} @ {tuple(b.shape)} {b.dtype}")
+        M, K = a.shape
+        N = b.shape[1]
+        if out is None:
+            out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+        tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+        ieee = a.dtype == torch.float32
+        if tma:
+            why = tma_ready(a, b, out)
+            if why:
+                raise TlabError(why)
+            descriptors = (TensorDescriptor.from_tensor(a, [bm, bk]),
+                           TensorDescriptor.from_tensor(b, [bk, bn]),
+                           TensorDescriptor.from_tensor(out, [bm, bn]))
+            grid = (min(tiles, _programs(a.device)),)
+            matmul_tma_kernel[grid](*descriptors, M, N, K, IEEE_FP32=ieee, **meta, **options)
+            return out
+        row_major = a.stride(1) == b.stride(1) == out.stride(1) == 1
+        align = alignment(N, K, a.stride(0), b.stride(0), out.stride(0)) if row_major else 1
+        matmul_kernel[(tiles,)](
+            a, b, out, M, N, K,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+            EVEN_K=K % bk == 0, ALIGN=align, IEEE_FP32=ieee, **meta, **options,
+        )
+        return out
+
+    run.tma = tma  # ops checks that descriptors can describe a call's tensors first
+    return run
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, config: Config | None = None,
            out: torch.Tensor | None = None) -> torch.Tensor:
     """C = a @ b under exactly `config` (DEFAULT_CONFIG when None); writes into `out` if given."""
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise TlabError(f"matmul needs (M x K) @ (K x N), got {tuple(a.shape)} @ {tuple(b.shape)}")
-    if a.dtype != b.dtype or a.dtype not in SPEC.dtypes:
-        raise TlabError(f"matmul needs two fp32, fp16 or bf16 inputs, got {a.dtype}, {b.dtype}")
-    config = DEFAULT_CONFIG if config is None else config
-    M, K = a.shape
-    N = b.shape[1]
-    if out is None:
-        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    meta, options = split_config(config)
-    grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-    matmul_kernel[grid](
-        a, b, out, M, N, K,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-        EVEN_K=K % meta["BLOCK_K"] == 0, IEEE_FP32=a.dtype == torch.float32,
-        **meta, **options,
-    )
-    return out
+    return bind(config)(a, b, out)
 
 
 def matmul_reference(inputs: Inputs) -> Outputs:
@@ -118,6 +238,10 @@ def torch_matmul(inputs: Inputs) -> torch.Tensor:
     return torch.matmul(inputs["a"], inputs["b"])
 
 
+# What Triton reaches when PyTorch tunes it: Inductor's own Triton mm templates, autotuned.
+inductor_matmul = compile_baseline(torch_matmul, options=triton_max_autotune)
+
+
 # --- the space -------------------------------------------------------------------------
 
 # Registers a thread may spend on its share of the fp32 accumulator tile; past this the
@@ -126,9 +250,12 @@ MAX_ACCUMULATOR_PER_THREAD = 128
 
 
 def fits_shared_memory(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
-    """Each pipeline stage keeps one A tile and one B tile in shared memory."""
+    """Each pipeline stage keeps one A tile and one B tile in shared memory; the TMA kernel
+    also stages its C tile there for the store."""
     stage = (config["BLOCK_M"] + config["BLOCK_N"]) * config["BLOCK_K"] * elem_bytes
     need = config["num_stages"] * stage
+    if config.get("TMA"):
+        need += config["BLOCK_M"] * config["BLOCK_N"] * elem_bytes
     if need > limits.shared_memory_bytes:
         return f"needs {need} B of shared memory, more than the {limits.shared_memory_bytes} B limit"
     return None
@@ -142,6 +269,26 @@ def fits_registers(config: Config, sizes, elem_bytes: int, limits: DeviceLimits)
     return None
 
 
+# The persistent TMA kernel is tried with tiles of at least this size in every dimension:
+# its point is feeding the tensor cores large tiles; the small-tile corner is the plain
+# kernel's, and leaving it out keeps the space a third smaller.
+TMA_MIN_TILE = 64
+
+
+def fits_tma(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
+    if not config.get("TMA"):
+        return None
+    if not limits.tma:
+        return f"TMA=1 needs the tensor memory accelerator (Hopper or newer); {limits.label} has none"
+    for dim in ("K", "N"):  # the row strides of A (K) and of B and C (N)
+        if sizes[dim] * elem_bytes % TMA_ALIGN_BYTES:
+            return (f"TMA=1 needs rows of a multiple of {TMA_ALIGN_BYTES} bytes; "
+                    f"{dim}={sizes[dim]} x {elem_bytes} B is not")
+    if min(config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]) < TMA_MIN_TILE:
+        return f"TMA=1 is tried with tiles of at least {TMA_MIN_TILE} in every dimension"
+    return None
+
+
 SPACE = Space(
     params={
         "BLOCK_M": (32, 64, 128, 256),
@@ -150,9 +297,11 @@ SPACE = Space(
         "GROUP_M": (8,),
         "num_warps": (4, 8),
         "num_stages": (3, 4, 5),
+        "TMA": (0, 1),  # 1: the persistent tensor-descriptor kernel
     },
-    constraints=(fits_shared_memory, fits_registers),
+    constraints=(fits_tma, fits_shared_memory, fits_registers),
     default=DEFAULT_CONFIG,
+    added={"TMA": 0},  # configs tuned before the TMA kernel existed ran the plain one
 )
 
 
@@ -207,6 +356,18 @@ def _square(n: int) -> Shape:
     return Shape.of(M=n, N=n, K=n)
 
 
+SQUARE_SIZES = (512, 1024, 2048, 4096, 8192)
+# Shapes users have, beside the squares: sizes that are multiples of 8 but not of 16 (Triton
+# cannot see their divisibility itself), LLM projections (Llama-2-7B's 4096 -> 11008 and
+# back, Llama-3-8B's 4096 -> 14336 and back) at 2048-16384 tokens, tall-skinny and K-heavy.
+MODEL_SHAPES = tuple(Shape.of(M=m, N=n, K=k) for m, n, k in (
+    (1000, 1000, 1000), (1528, 1528, 1528), (2040, 2040, 2040), (3000, 3000, 3000),
+    (5000, 5000, 5000),
+    (2048, 11008, 4096), (2048, 4096, 11008), (4096, 14336, 4096), (4096, 4096, 14336),
+    (16384, 4096, 4096), (16384, 256, 4096), (1024, 1024, 16384),
+))
+
+
 SPEC = KernelSpec(
     name="matmul",
     summary="C = A @ B, tiled with grouped program order, fp32 accumulation",
@@ -215,10 +376,13 @@ SPEC = KernelSpec(
     launch=launch,
     allocate_outputs=allocate_outputs,
     reference=matmul_reference,
-    baselines={"torch": torch_matmul},
+    baselines={"torch": torch_matmul, "inductor": inductor_matmul},
+    gpu_only_baselines=("inductor",),
     space=SPACE,
-    default_shapes=tuple(_square(n) for n in (512, 1024, 2048, 4096, 8192)),
-    small_shapes=(Shape.of(M=64, N=64, K=64), Shape.of(M=96, N=80, K=72)),
+    default_shapes=(*(_square(n) for n in SQUARE_SIZES), *MODEL_SHAPES),
+    # Multiples of 8, not 16, ragged against every tile: the launcher's ALIGN and the TMA
+    # kernel both run (one shape keeps `make sweep` in the interpreter near a minute).
+    small_shapes=(Shape.of(M=96, N=80, K=72),),
     make_inputs=make_inputs,
     tolerance={
         # C is of order one; the bound covers rounding the fp32 accumulator to the output dtype.
