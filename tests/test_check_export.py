@@ -165,9 +165,27 @@ def test_export_autotune_module_imports_and_holds_triton_configs(tmp_path):
     winners = (COMMITTED / "nvidia-h200" / "matmul.csv").read_text()
     assert len(configs) == len({line.split(",")[3] for line in winners.splitlines()[1:]})
     first = configs[0]
-    assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} == set(first.kwargs)
+    assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} <= set(first.kwargs)
     assert first.num_warps in (4, 8) and first.num_stages in (3, 4, 5)
     assert module.configs_for("no-such-gpu") == []
+    assert module.KEY == ["M", "N", "K"]  # matmul_kernel's size arguments
+
+
+def test_export_vllm_layout_is_a_file_per_fixed_sizes_keyed_by_the_varying_one(tmp_path):
+    from tritonbench_lab.export import load_vllm_config
+
+    result = tlab("export", "softmax", "--format", "vllm", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    path = tmp_path / "softmax" / "cols=4096,device_name=NVIDIA_H200,dtype=fp32.json"
+    import json
+
+    table = json.loads(path.read_text())
+    assert list(table) == ["8192"]  # rows tuned at this width
+    committed = {line.split(",")[2]: line.split(",")[3] for line in
+                 (COMMITTED / "nvidia-h200" / "softmax.csv").read_text().splitlines()[1:]
+                 if line.split(",")[1] == "fp32"}
+    config = load_vllm_config(path, 100)  # nearest tuned row count
+    assert " ".join(f"{k}={v}" for k, v in config.items()) == committed["8192x4096"]
 
 
 def test_export_json_is_keyed_by_dtype_and_shape(tmp_path):

@@ -1,11 +1,14 @@
-"""Runtime lookup of tuned configs: exact hit, nearest shape, override folder, fallback."""
+"""Runtime lookup of tuned configs: exact hit, nearest shape within an alignment class, sizes
+by name, override folder, fallback, the packaged copy."""
 
+import os
 import warnings
 
 import pytest
 import torch
 
 from tritonbench_lab import tuned
+from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.matmul import SPEC as MATMUL
 from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX
 from tritonbench_lab.records import Winner
@@ -17,12 +20,12 @@ B = "BLOCK_M=128 BLOCK_N=128 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=4"
 C = "BLOCK_M=128 BLOCK_N=256 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=3"
 
 
-def winner(shape, config, dtype="bf16", kernel="matmul"):
-    return Winner(kernel=kernel, dtype=dtype, shape=shape, config=config, p50_ms=1.0,
+def winner(shape, config, dtype="bf16", kernel="matmul", p50_ms=1.0, op_p50_ms=None):
+    return Winner(kernel=kernel, dtype=dtype, shape=shape, config=config, p50_ms=p50_ms,
                   throughput=100.0, metric="TFLOP/s", method="do_bench", warmup_ms=25,
                   rep_ms=100, best_baseline="", baseline_p50_ms=None, baseline_throughput=None,
-                  speedup=None, gpu="Fixture GPU", torch="9", triton="9", tlab="0.1.0",
-                  source="s", date="2026-01-01", run_id="r")
+                  speedup=None, op_p50_ms=op_p50_ms, gpu="Fixture GPU", torch="9", triton="9",
+                  tlab="0.1.0", source="s", date="2026-01-01", run_id="r")
 
 
 def write_winners(path, winners):
@@ -61,9 +64,9 @@ def test_exact_hit(configs):
 
 
 @pytest.mark.parametrize("size, expected", [
-    (3000, B),  # |log2(3000/4096)| * 3 = 1.35 < |log2(3000/1024)| * 3 = 4.65
+    (3008, B),  # |log2(3008/4096)| * 3 = 1.34 < |log2(3008/1024)| * 3 = 4.66
     (2048, B),  # equally far from 1024 and 4096: ties go to the larger shape
-    (1500, A),
+    (1504, A),
     (6000, C),  # log2(8192/6000) = 0.45 < log2(6000/4096) = 0.55
     (100000, C),
 ])
@@ -75,6 +78,55 @@ def test_nearest_shape_rule(configs, size, expected):
 def test_nearest_shape_weighs_every_dimension(configs):
     # M=N=8192, K=1024: distance 0+0+3 = 3 to 8192^3, 1+1+2 = 4 to 4096^3, 3+3+0 = 6 to 1024^3.
     assert lookup("matmul", "bf16", gpu="fixture-gpu", M=8192, N=8192, K=1024) == parse(C)
+
+
+def test_sizes_match_by_name_in_any_keyword_order(configs):
+    wide = "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3"
+    write_winners(configs / "fixture-gpu" / "matmul.csv", [
+        winner("4096x4096x512", A), winner("512x4096x4096", wide)])
+    tuned.clear_cache()
+    assert lookup("matmul", "bf16", gpu="fixture-gpu", K=512, M=4096, N=4096) == parse(A)
+    assert lookup("matmul", "bf16", gpu="fixture-gpu", N=4096, K=4096, M=512) == parse(wide)
+
+
+@pytest.mark.parametrize("sizes, phrase", [
+    ({"M": 64, "N": 64, "k": 64}, "unknown k; missing K"),
+    ({"M": 64, "N": 64}, "missing K"),
+    ({"rows": 8, "cols": 64}, "unknown rows, cols; missing M, N, K"),
+])
+def test_wrong_size_names_are_an_error_naming_the_dims(configs, sizes, phrase):
+    with pytest.raises(TlabError, match=f"matmul sizes are M, N, K .*{phrase}"):
+        lookup("matmul", "bf16", gpu="fixture-gpu", **sizes)
+
+
+def test_a_kernel_tlab_does_not_know_names_its_dims():
+    with pytest.raises(TlabError, match="unknown kernel 'mine'"):
+        lookup("mine", "fp32", gpu="fixture-gpu", n=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert lookup("mine", "fp32", gpu="fixture-gpu", dims=("n",), default={"X": 1},
+                      n=10) == {"X": 1}
+
+
+@pytest.mark.parametrize("sizes, klass", [
+    ((4096, 1024, 32), (16, 16, 16)), ((1528, 4096, 4096), (8, 16, 16)),
+    ((4097, 12, 1), (1, 1, 1)), ((8, 24, 40), (8, 8, 8)),
+])
+def test_alignment_class(sizes, klass):
+    assert tuned.alignment_class(sizes) == klass
+
+
+def test_nearest_shape_stays_inside_the_alignment_class(configs):
+    # 3000 = 8 x 375: divisible by 8, not 16. The 16-class shapes around it never answer.
+    with pytest.warns(UserWarning, match="alignment class of 3000x3000x3000 .* 8/8/8"):
+        got = lookup("matmul", "bf16", gpu="fixture-gpu", M=3000, N=3000, K=3000)
+    assert got == MATMUL.space.default
+    write_winners(configs / "fixture-gpu" / "matmul.csv", [
+        winner("4096x4096x4096", B), winner("1528x1528x1528", A), winner("5000x5000x5000", C)])
+    tuned.clear_cache()
+    assert lookup("matmul", "bf16", gpu="fixture-gpu", M=3000, N=3000, K=3000) == parse(C)
+    assert lookup("matmul", "bf16", gpu="fixture-gpu", M=1608, N=1608, K=1608) == parse(A)
+    assert lookup("matmul", "bf16", gpu="fixture-gpu", M=3008, N=3008, K=3008) == parse(B)
 
 
 def test_override_folder_wins_over_the_source_tree(tmp_path, monkeypatch):
@@ -129,22 +181,37 @@ def test_round_trip_check_catches_a_winner_lookup_would_not_return(configs):
     assert lookup("matmul", "bf16", gpu="fixture-gpu", M=4096, N=4096, K=4096) == parse(B)
 
 
-def test_ops_launch_with_the_looked_up_config(configs, device, monkeypatch):
-    from tritonbench_lab import ops
+def test_without_a_source_tree_the_packaged_configs_are_used(tmp_path, monkeypatch):
+    monkeypatch.delenv(tuned.CONFIG_DIR_ENV, raising=False)
+    monkeypatch.setattr(tuned, "SOURCE_CONFIG_DIR", tmp_path / "no-such-folder")
+    assert tuned.config_dir() == tuned.PACKAGED_CONFIG_DIR
 
-    seen = []
-    real = tuned.lookup
 
-    def spy(kernel, dtype, **kwargs):
-        seen.append((kernel, kwargs))
-        return real(kernel, dtype, **kwargs)
+def test_a_wheel_installed_elsewhere_finds_the_committed_h200_configs(tmp_path):
+    """Built and installed like a user's `pip install tritonbench-lab` (not editable), then
+    run from a folder with no source tree around: lookup reads the configs inside the wheel."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    monkeypatch.setattr(ops, "lookup", spy)
-    monkeypatch.setattr(tuned, "current_gpu_slug", lambda: "fixture-gpu")
-    a = torch.randn(70, 50, device=device)
-    b = torch.randn(50, 30, device=device)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # fp32 was not tuned in the fixture: default config
-        c = ops.matmul(a, b)
-    assert seen == [("matmul", {"M": 70, "N": 30, "K": 50})]
-    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+    repo = Path(__file__).resolve().parents[1]
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", str(repo), "--no-deps", "--no-build-isolation", "-w",
+                    str(tmp_path / "dist")], check=True, cwd=tmp_path)
+    wheel = next((tmp_path / "dist").glob("*.whl"))
+    subprocess.run([*pip, "install", "--no-deps", "--no-compile", "--target",
+                    str(tmp_path / "site"), str(wheel)], check=True, cwd=tmp_path)
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import tritonbench_lab, tritonbench_lab.tuned as t\n"
+        "assert tritonbench_lab.__file__.startswith(sys.argv[1]), tritonbench_lab.__file__\n"
+        "print(t.config_dir())\n"
+        "print(t.lookup('matmul', 'bf16', gpu='nvidia-h200', K=4096, M=4096, N=4096))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != tuned.CONFIG_DIR_ENV}
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "site")], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == str(tmp_path / "site" / "tritonbench_lab" / "configs")
+    committed = tuned.find("matmul", "bf16", (4096, 4096, 4096), gpu="nvidia-h200",
+                           directory=repo / "configs").row
+    assert out[1] == str(parse(committed.config))

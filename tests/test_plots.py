@@ -40,7 +40,7 @@ def softmax(tmp_path):
 
 def test_series_picks_the_fastest_correct_config_per_shape(softmax):
     _, frame = softmax
-    lines = series(frame, "fp32", DEFAULT)
+    lines = series(frame, "fp32", (DEFAULT,))
     assert set(lines) == {TUNED, "triton (default config)", "torch", "unfused", "compiled"}
     for line in lines.values():
         assert list(line["shape"]) == SHAPES
@@ -56,7 +56,7 @@ def test_throughput_picture_has_every_line_the_ceiling_and_units(softmax):
     folder, frame = softmax
     ceiling = ceiling_for("GB/s", "fp32", ceilings_in_force(folder / "ceilings.csv"))
     assert ceiling == ("copy", COPY_GBPS)
-    fig = draw_throughput(frame, "softmax", "fp32", ceiling, DEFAULT)
+    fig = draw_throughput(frame, "softmax", "fp32", ceiling, (DEFAULT,))
     ax = fig.axes[0]
     lines = {line.get_label(): line for line in ax.get_lines()}
     for label in (TUNED, "triton (default config)", "torch", "unfused", "compiled"):
@@ -72,8 +72,10 @@ def test_throughput_picture_has_every_line_the_ceiling_and_units(softmax):
 def test_landscape_marks_winner_and_default_and_draws_the_block_heatmap(tmp_path):
     folder = write_matmul_fixture(tmp_path)
     frame = load_records(folder / "matmul.csv")
-    fig = draw_landscape(frame, "matmul", "fp32", "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 "
-                         "GROUP_M=8 num_warps=4 num_stages=3")
+    # The default's text now, and as rows from before the TMA parameter wrote it (these).
+    fig = draw_landscape(frame, "matmul", "fp32", (
+        "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 TMA=0",
+        "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3"))
     scatter, heatmap = fig.axes[0], fig.axes[1]
     labels = [h.get_label() for h in scatter.collections]
     assert "winner" in labels and "default config" in labels
@@ -85,7 +87,7 @@ def test_landscape_marks_winner_and_default_and_draws_the_block_heatmap(tmp_path
 
 def test_report_numbers_equal_those_computed_from_the_csv(softmax):
     folder, frame = softmax
-    text = kernel_section(frame, "softmax", "fp32", ("copy", COPY_GBPS), DEFAULT, ["a.png"])
+    text = kernel_section(frame, "softmax", "fp32", ("copy", COPY_GBPS), (DEFAULT,), ["a.png"])
     row = next(line for line in text.splitlines() if line.startswith(f"| {SHAPES[0]} "))
     cells = [c.strip() for c in row.strip("|").split("|")]
     header = next(line for line in text.splitlines() if line.startswith("| shape"))
@@ -180,18 +182,18 @@ def test_copy_curve_interpolates_in_log_bytes_and_clamps_at_the_ends():
 
 def test_picture_and_report_judge_each_shape_against_the_copy_of_its_bytes(softmax):
     _, frame = softmax
-    tuned = series(frame, "fp32", DEFAULT)[TUNED]
+    tuned = series(frame, "fp32", (DEFAULT,))[TUNED]
     # Fixture rows move 1 GB each (throughput x time).
     moved = [traffic_of(r.throughput, r.p50_ms, "GB/s") for r in tuned.itertuples()]
     assert moved == pytest.approx([1e9] * len(SHAPES))
     curve = [(2**29, 2000.0), (2**31, 8000.0)]
     expected = copy_at(1e9, curve)
-    fig = draw_throughput(frame, "softmax", "fp32", ("copy", COPY_GBPS), DEFAULT, curve)
+    fig = draw_throughput(frame, "softmax", "fp32", ("copy", COPY_GBPS), (DEFAULT,), curve)
     lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
     same = lines[f"{SAME_SIZE_COPY} (calibrated)"]
     assert list(same.get_ydata()) == pytest.approx([expected] * len(SHAPES))
     plt.close(fig)
-    text = kernel_section(frame, "softmax", "fp32", ("copy", COPY_GBPS), DEFAULT, [], curve)
+    text = kernel_section(frame, "softmax", "fp32", ("copy", COPY_GBPS), (DEFAULT,), [], curve)
     header = next(line for line in text.splitlines() if line.startswith("| shape"))
     assert header.endswith(f"| % of copy | % of {SAME_SIZE_COPY} |")
     first = next(line for line in text.splitlines() if line.startswith(f"| {SHAPES[0]}"))
@@ -213,3 +215,12 @@ def test_an_edited_result_row_changes_the_report(tmp_path):
     assert run_tlab("report", "--root", str(tmp_path), "--out", str(out)).returncode == 0
     after = (out / SLUG / "REPORT.md").read_text()
     assert after != before and "| 1250 |" in after and "| 1000 |" in before
+
+
+def test_the_default_config_is_known_by_its_texts_before_and_after_an_added_parameter():
+    from tritonbench_lab.kernels import default_config_text
+
+    now, before = default_config_text("matmul")
+    assert now.endswith("num_stages=3 TMA=0") and before == now.removesuffix(" TMA=0")
+    assert default_config_text("rmsnorm") == ("ROWS=1 num_warps=4",)  # nothing added
+    assert default_config_text("no-such-kernel") is None

@@ -120,8 +120,8 @@ def test_winners_and_ceilings_round_trip_with_their_types():
     winner = Winner(kernel="matmul", dtype="bf16", shape="512x512x512", config="BLOCK_M=64",
                     p50_ms=0.1, throughput=2.5, metric="TFLOP/s", method="do_bench",
                     warmup_ms=25, rep_ms=50, best_baseline="", baseline_p50_ms=None,
-                    baseline_throughput=None, speedup=None, gpu="G", torch="2", triton="3",
-                    tlab="0.1.0", source="abc", date="2026-01-01", run_id="r")
+                    baseline_throughput=None, speedup=None, op_p50_ms=None, gpu="G", torch="2",
+                    triton="3", tlab="0.1.0", source="abc", date="2026-01-01", run_id="r")
     cells = dict(zip(WINNER_COLUMNS, to_cells(winner), strict=True))
     assert cells["speedup"] == "" and cells["rep_ms"] == "50"
     assert from_cells(Winner, cells) == winner

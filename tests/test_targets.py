@@ -13,8 +13,8 @@ def winner(kernel, dtype, shape, p50_ms, throughput, metric, speedup=None):
     return Winner(kernel=kernel, dtype=dtype, shape=shape, config="ROWS=1 num_warps=4",
                   p50_ms=p50_ms, throughput=throughput, metric=metric, method="do_bench",
                   warmup_ms=25, rep_ms=100, best_baseline="torch", baseline_p50_ms=1.0,
-                  baseline_throughput=1.0, speedup=speedup, gpu="Fixture", torch="9",
-                  triton="9", tlab="0", source="s", date="2026-01-01", run_id="r")
+                  baseline_throughput=1.0, speedup=speedup, op_p50_ms=None, gpu="Fixture",
+                  torch="9", triton="9", tlab="0", source="s", date="2026-01-01", run_id="r")
 
 
 def test_targets_judge_rows_against_the_copy_of_their_bytes_and_matmul_against_torch(tmp_path):

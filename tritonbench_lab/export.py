@@ -1,6 +1,7 @@
 """Winners in the forms other code loads: a Python module of `triton.Config` lists ready for
-`@triton.autotune`, or per-GPU JSON keyed by dtype and shape (the form vLLM-style runtimes
-read). Both are built from configs/<gpu>/<kernel>.csv only.
+`@triton.autotune` (with its key), per-GPU JSON keyed by dtype and shape, or vLLM's layout
+(a file per device and fixed sizes, keyed by the varying size; `load_vllm_config` reads it).
+All are built from configs/<gpu>/<kernel>.csv only.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.layout import Layout
 from tritonbench_lab.records import Winner, parse_config_text
+from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import LAUNCH_OPTIONS
 from tritonbench_lab.store import load_winners
 
@@ -35,17 +37,25 @@ def _config_call(config: dict[str, int]) -> str:
     return f"triton.Config({meta!r}{options})"
 
 
-def autotune_module(kernel: str, by_gpu: dict[str, list[Winner]]) -> str:
-    """Python source: CONFIGS[gpu_slug] = distinct winner configs, fastest-first order kept."""
+def autotune_module(kernel: str, by_gpu: dict[str, list[Winner]], key: tuple[str, ...]) -> str:
+    """Python source: CONFIGS[gpu_slug] = distinct winner configs, fastest-first order kept;
+    KEY = the kernel's size arguments, for @triton.autotune's key."""
     today = datetime.date.today().isoformat()
     lines = [
         f'"""Tuned configs of {kernel!r}, written by `tlab export {kernel} --format autotune` on',
         f"{today} from configs/<gpu>/{kernel}.csv. Regenerate instead of editing.",
         "",
-        "    @triton.autotune(configs=configs_for(\"nvidia-h200\"), key=[...])",
+        "    @triton.autotune(configs=configs_for(), key=KEY)",
+        "",
+        "configs_for() takes the GPU in use (torch.cuda.get_device_name) or a slug such as",
+        "'nvidia-h200'; @triton.autotune then times these configs once per KEY value.",
         '"""',
         "",
+        "import re",
+        "",
         "import triton",
+        "",
+        f"KEY = {list(key)!r}",
         "",
         "CONFIGS = {",
     ]
@@ -63,8 +73,14 @@ def autotune_module(kernel: str, by_gpu: dict[str, list[Winner]]) -> str:
         "}",
         "",
         "",
-        "def configs_for(gpu_slug):",
-        '    """The distinct winning configs on that GPU ([] when it was never tuned)."""',
+        "def configs_for(gpu_slug=None):",
+        '    """The distinct winning configs on that GPU (the current one when None; [] when it',
+        '    was never tuned)."""',
+        "    if gpu_slug is None:",
+        "        import torch",
+        "",
+        "        name = torch.cuda.get_device_name(torch.cuda.current_device())",
+        "        gpu_slug = re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')",
         "    return list(CONFIGS.get(gpu_slug, []))",
         "",
     ]
@@ -82,19 +98,54 @@ def json_documents(by_gpu: dict[str, list[Winner]]) -> dict[str, str]:
     return documents
 
 
+def vllm_documents(by_gpu: dict[str, list[Winner]], dims: tuple[str, ...],
+                   varying: str) -> dict[str, str]:
+    """vLLM's layout: one file per GPU, dtype and value of the fixed dims, named like
+    `N=4096,K=4096,device_name=NVIDIA_H200,dtype=bf16.json`, mapping each tuned value of the
+    varying dim (M for matmul, rows for row kernels) to its config."""
+    index = dims.index(varying)
+    documents: dict[str, dict[str, dict[str, int]]] = {}
+    for rows in by_gpu.values():
+        for row in rows:
+            sizes = shape_sizes(row.shape)
+            fixed = ",".join(f"{d}={s}" for d, s in zip(dims, sizes, strict=True) if d != varying)
+            device = row.gpu.replace(" ", "_")
+            name = f"{fixed + ',' if fixed else ''}device_name={device},dtype={row.dtype}.json"
+            documents.setdefault(name, {})[str(sizes[index])] = parse_config_text(row.config)
+    return {name: json.dumps(dict(sorted(table.items(), key=lambda kv: int(kv[0]))), indent=2)
+            + "\n" for name, table in documents.items()}
+
+
+def load_vllm_config(path: Path, size: int) -> dict[str, int]:
+    """The config a vLLM-layout file (vllm_documents) holds for the varying size nearest
+    `size` (vLLM's own rule: the smallest |tuned - size|)."""
+    table = json.loads(Path(path).read_text())
+    if not table:
+        raise TlabError(f"{str(path)!r} holds no configs")
+    return table[min(table, key=lambda tuned: abs(int(tuned) - size))]
+
+
 def write_export(layout: Layout, kernel: str, fmt: str, out: Path) -> list[Path]:
-    """Write the export of `kernel` in `fmt` ("autotune" or "json") under `out`."""
+    """Write the export of `kernel` in `fmt` ("autotune", "json" or "vllm") under `out`."""
+    from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.store import make_folder
 
     by_gpu = winners_by_gpu(layout, kernel)
+    spec = get_spec(kernel)
     make_folder(out)
     if fmt == "autotune":
         path = Path(out) / f"{kernel}_configs.py"
-        path.write_text(autotune_module(kernel, by_gpu))
+        path.write_text(autotune_module(kernel, by_gpu, spec.autotune_key or spec.dims))
         return [path]
+    if fmt == "vllm":
+        documents = vllm_documents(by_gpu, tuple(spec.dims), spec.dims[0])
+        folder = make_folder(Path(out) / kernel)
+    else:
+        documents = {f"{kernel}-{slug}.json": text for slug, text in json_documents(by_gpu).items()}
+        folder = Path(out)
     written = []
-    for slug, text in json_documents(by_gpu).items():
-        path = Path(out) / f"{kernel}-{slug}.json"
+    for name, text in documents.items():
+        path = folder / name
         path.write_text(text)
         written.append(path)
     return written

@@ -1,34 +1,199 @@
-"""Tuned kernels for your code: each call launches with the config tuned for its shape on the
-current GPU (`tuned.lookup`: exact shape, else the nearest tuned one, else the kernel's
-default config with one warning).
+"""Tuned kernels for your code, never slower than the PyTorch op they stand in for.
 
     from tritonbench_lab.ops import matmul, softmax, rmsnorm
     c = matmul(a, b)
+
+Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then memoised:
+
+- tlab's kernel, under the config tuned for that shape on that GPU, where the committed
+  measurements say it beats the PyTorch op: at the exact shape, when its time there is below
+  the op's; at the nearest tuned shape of the same alignment class (tuned.lookup's rule), when
+  that shape is within NEAR of this one and the kernel beat the op there by at least
+  NEAR_MARGIN (a config carried to another shape keeps most, not all, of its lead);
+- otherwise the PyTorch op itself (torch.matmul, torch.softmax, F.rms_norm): untuned shapes
+  far from any tuned one, inputs the kernel cannot take (CPU tensors without Triton's
+  interpreter, other dtypes, operands tensor descriptors cannot describe), no configs file.
+
+`explain(kernel, dtype, shape)` and `tlab explain` show the choice and why; each choice is also
+logged once at debug level (logger "tritonbench_lab.ops"). The configs file is looked at again
+at most once every RECHECK_S seconds, and choices are made afresh when it changed.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
 import torch
+import torch.nn.functional as F
 
 from tritonbench_lab.kernels import matmul as _matmul
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import softmax as _softmax
-from tritonbench_lab.tuned import lookup
+from tritonbench_lab.records import parse_config_text
+from tritonbench_lab.shapes import shape_sizes, shape_text
+from tritonbench_lab.spec import triton_interpreting
+from tritonbench_lab.tuned import alignment_class, config_dir, current_gpu_slug, dtype_key, find
 
+log = logging.getLogger(__name__)
+
+# A tuned shape counts as near when its sizes are within a factor of NEAR in all (the sum of
+# |log2| ratios over dims is at most log2(NEAR)), and tlab's kernel is then used only where it
+# beat the op there by NEAR_MARGIN or more.
+NEAR = 2.0
+NEAR_MARGIN = 1.10
+RECHECK_S = 1.0
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What ops runs for one kernel, dtype, shape and device, and why."""
+
+    kernel: str
+    dtype: str
+    shape: str
+    provider: str  # "triton" (tlab's kernel) or "torch" (the PyTorch op)
+    config: dict | None  # the tuned config when provider is triton
+    tuned_shape: str | None  # the row the decision rests on
+    speedup: float | None  # the op's time / the kernel's, measured at tuned_shape
+    reason: str
+
+    @property
+    def uses_triton(self) -> bool:
+        return self.provider == "triton"
+
+
+def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
+           directory: Path | None = None) -> Choice:
+    """The choice for these sizes (in the kernel's dims order), from the configs only."""
+    found = find(kernel, dtype, sizes, gpu=gpu, directory=directory)
+    shape = shape_text(sizes)
+    name = dtype_key(dtype)
+
+    def torch_op(reason: str, row=None, speedup=None) -> Choice:
+        return Choice(kernel, name, shape, "torch", None, row.shape if row else None, speedup,
+                      reason)
+
+    row = found.row
+    if row is None:
+        klass = "/".join(map(str, alignment_class(sizes)))
+        return torch_op(f"no {name} shape of alignment class {klass} (each size divisible by "
+                        f"16 / 8 / neither) tuned in {found.path.parent.name}")
+    if row.op_p50_ms is None:
+        return torch_op(f"the PyTorch op was not timed at {row.shape}", row)
+    speedup = row.op_p50_ms / row.p50_ms
+    if found.exact:
+        if speedup <= 1.0:
+            return torch_op(f"tuned here, and the PyTorch op was faster ({speedup:.2f}x)", row,
+                            speedup)
+        return Choice(kernel, name, shape, "triton", parse_config_text(row.config), row.shape,
+                      speedup, f"tuned here: {speedup:.2f}x the PyTorch op")
+    if found.distance > math.log2(NEAR) + 1e-9:
+        return torch_op(f"the nearest tuned shape {row.shape} is more than {NEAR:g}x away", row,
+                        speedup)
+    if speedup < NEAR_MARGIN:
+        return torch_op(f"at the nearest tuned shape {row.shape} tlab's kernel led by "
+                        f"{speedup:.2f}x, less than the {NEAR_MARGIN:.2f}x a nearby shape needs",
+                        row, speedup)
+    return Choice(kernel, name, shape, "triton", parse_config_text(row.config), row.shape,
+                  speedup, f"nearest tuned shape {row.shape}: {speedup:.2f}x the PyTorch op there")
+
+
+def explain(kernel: str, dtype, shape: str | tuple[int, ...], *, gpu: str | None = None,
+            directory: Path | None = None) -> Choice:
+    """Why ops would call tlab's kernel or the PyTorch op for this shape ('4096x4096x512')."""
+    sizes = shape_sizes(shape) if isinstance(shape, str) else tuple(shape)
+    return decide(kernel, dtype, sizes, gpu=gpu, directory=directory)
+
+
+# --- the memo -----------------------------------------------------------------------------
+
+_plans: dict[tuple, Callable | None] = {}  # key -> bound launch of tlab's kernel, None: torch op
+_slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
+_file_state: list = [0.0, None]  # [when last looked at, (dir, mtimes) seen then]
+
+
+def clear() -> None:
+    """Forget every choice (they are made again on the next calls)."""
+    _plans.clear()
+    _slugs.clear()
+    _file_state[:] = [0.0, None]
+
+
+def _configs_changed(now: float) -> None:
+    _file_state[0] = now
+    folder = config_dir()
+    files = sorted(folder.glob("*/*.csv")) if folder.is_dir() else []
+    state = (str(folder), tuple((str(f), f.stat().st_mtime_ns) for f in files))
+    if state != _file_state[1]:
+        if _file_state[1] is not None:
+            _plans.clear()
+        _file_state[1] = state
+
+
+def _plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
+          bind: Callable[[dict], Callable]) -> Callable | None:
+    """The memoised choice for a call: a bound launch of tlab's kernel, or None for the
+    PyTorch op. `device` is tensor.get_device() (-1 on the CPU): cheaper than .device."""
+    now = time.monotonic()
+    if now - _file_state[0] >= RECHECK_S:
+        _configs_changed(now)
+    key = (kernel, dtype, sizes, device)
+    launch = _plans.get(key, False)
+    if launch is not False:
+        return launch
+    launch = None
+    runs_triton = device >= 0 or triton_interpreting()  # CPU tensors only in the interpreter
+    if runs_triton:
+        if device not in _slugs:
+            _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
+        choice = decide(kernel, dtype, sizes, gpu=_slugs[device])
+        log.debug("tlab ops: %s %s %s on %s: %s (%s)", kernel, choice.dtype, choice.shape,
+                  _slugs[device], choice.provider, choice.reason)
+        if choice.uses_triton:
+            launch = bind(choice.config)
+    _plans[key] = launch
+    return launch
+
+
+# --- the ops ------------------------------------------------------------------------------
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    config = lookup("matmul", a.dtype, M=a.shape[0], N=b.shape[1], K=a.shape[1])
-    return _matmul.matmul(a, b, config, out=out)
+    """a @ b for 2-D a (M x K) and b (K x N)."""
+    if a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _matmul.SPEC.dtypes:
+        launch = _plan("matmul", a.dtype, (a.shape[0], b.shape[1], a.shape[1]),
+                       a.get_device(), _matmul.bind)
+        if launch is not None:
+            fits = out is None or (out.dtype == a.dtype and out.shape == (a.shape[0], b.shape[1]))
+            if fits and (not launch.tma or _matmul.tma_ready(
+                    a, b, *(() if out is None else (out,))) is None):
+                return launch(a, b, out)
+    return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
 
 
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    config = lookup("softmax", x.dtype, rows=x.shape[0], cols=x.shape[1])
-    return _softmax.softmax(x, config, out=out)
+    """Softmax over the last dim of a 2-D x."""
+    if x.ndim == 2 and x.dtype in _softmax.SPEC.dtypes and x.shape[1] <= _softmax.MAX_COLS:
+        launch = _plan("softmax", x.dtype, tuple(x.shape), x.get_device(), _softmax.bind)
+        if launch is not None:
+            return launch(x, out)
+    y = torch.softmax(x, dim=-1)
+    return out.copy_(y) if out is not None else y
 
 
 def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
             residual: torch.Tensor | None = None):
-    """y, or (y, x + residual) when a residual is given (the fused add_rmsnorm kernel)."""
+    """RMSNorm of the rows of x, or of x + residual: y, or (y, x + residual) with a residual
+    (the fused add_rmsnorm kernel)."""
     kernel = "rmsnorm" if residual is None else "add_rmsnorm"
-    config = lookup(kernel, x.dtype, rows=x.shape[0], cols=x.shape[1])
-    return _rmsnorm.rmsnorm(x, weight, eps, residual=residual, config=config)
+    if x.ndim == 2 and x.dtype in _rmsnorm.SPEC.dtypes and weight.dtype == x.dtype:
+        launch = _plan(kernel, x.dtype, tuple(x.shape), x.get_device(), _rmsnorm.bind)
+        if launch is not None:
+            return launch(x, weight, eps, residual)
+    h = x if residual is None else x + residual
+    y = F.rms_norm(h, (h.shape[-1],), weight, eps)  # what the sweeps timed as "torch"
+    return y if residual is None else (y, h)

@@ -75,7 +75,8 @@ def _shape_ticks(ax, shapes: list[str]) -> None:
 
 
 def draw_throughput(records: list[Record], kernel: str, dtype: str,
-                    ceiling: tuple[str, float] | None, default_config: str | None,
+                    ceiling: tuple[str, float] | None,
+                    default_config: tuple[str, ...] | None,
                     curve: list[tuple[int, float]] | None = None):
     """Throughput against size, one line per provider with its p20-p80 band, and the
     calibrated ceiling as a line with a % axis on the right; with a calibrated copy curve
@@ -121,7 +122,8 @@ def draw_throughput(records: list[Record], kernel: str, dtype: str,
     return fig
 
 
-def draw_landscape(records: list[Record], kernel: str, dtype: str, default_config: str | None):
+def draw_landscape(records: list[Record], kernel: str, dtype: str,
+                   default_config: tuple[str, ...] | None):
     """How much tuning buys: every correct config's throughput per shape, the winner and the
     default marked; for tiled kernels also a BLOCK_M x BLOCK_N heatmap at the largest shape.
     None when no config was correct."""
@@ -146,7 +148,7 @@ def draw_landscape(records: list[Record], kernel: str, dtype: str, default_confi
         ax.scatter([x], [by_shape[shape].winner.throughput], marker="*", s=160,
                    color=COLOURS[TUNED],
                    zorder=3, label="winner" if shape == shapes[0] else None)
-        default = group[group["config"] == default_config] if default_config else group[:0]
+        default = group[group["config"].isin(default_config)] if default_config else group[:0]
         if not default.empty:
             ax.scatter([x], [default["throughput"].iloc[-1]], marker="D", s=40,
                        color="#ff7f0e", zorder=3,
@@ -187,7 +189,7 @@ def _block_heatmap(ax, rows: pd.DataFrame, shape: str) -> None:
 
 
 def draw_target(target, out: Path, formats: tuple[str, ...] = ("svg",),
-                default_config: str | None = None) -> list[Path]:
+                default_config: tuple[str, ...] | None = None) -> list[Path]:
     """Both pictures of one GPU, kernel and dtype (series.Target) under <out>/<gpu>/."""
     from tritonbench_lab.calibrate import judging
     from tritonbench_lab.layout import plot_stem

@@ -27,6 +27,9 @@ TIMEOUT = "timeout"
 STATUSES = (OK, SKIPPED, COMPILE_ERROR, OUT_OF_RESOURCES, WRONG_RESULT, CRASH, TIMEOUT)
 
 TRITON = "triton"  # the provider name of the kernel under test; baselines use their own names
+# The baseline that is the PyTorch op a user would otherwise call (torch.matmul, torch.softmax,
+# ...): `ops` uses tlab's kernel only where it measured faster than this one.
+TORCH_OP = "torch"
 
 # The two throughput units; a kernel spec says which one its users judge it by.
 TFLOPS = "TFLOP/s"
@@ -119,6 +122,7 @@ class Winner:
     baseline_p50_ms: float | None
     baseline_throughput: float | None
     speedup: float | None  # baseline_p50_ms / p50_ms
+    op_p50_ms: float | None  # the PyTorch op's (TORCH_OP baseline's) time at this shape
     gpu: str
     torch: str
     triton: str

@@ -85,7 +85,7 @@ def measure_regret(request, config_root: Path) -> list[Regret]:
             continue
         picked = config_text(spec.space.complete(lookup(
             spec.name, name, gpu=request.fingerprint.gpu_slug, directory=config_root,
-            **dict(shape.dims))))
+            dims=spec.dims, **dict(shape.dims))))
         mine = found.configs.get(picked)
         timed = mine is not None and mine.status == OK
         out.append(Regret(spec.name, name, str(shape), picked,

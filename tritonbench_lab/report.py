@@ -15,7 +15,7 @@ from tritonbench_lab.store import make_folder
 
 
 def kernel_section(records: list[Record], kernel: str, dtype: str,
-                   ceiling: tuple[str, float] | None, default_config: str | None,
+                   ceiling: tuple[str, float] | None, default_config: tuple[str, ...] | None,
                    pictures: list[str], curve: list[tuple[int, float]] | None = None) -> str:
     lines = series(records, dtype, default_config)
     tuned = lines[TUNED].set_index("shape")
@@ -46,7 +46,7 @@ def kernel_section(records: list[Record], kernel: str, dtype: str,
             traffic = traffic_of(value, tuned.loc[shape, "p50_ms"], metric)
             cells.append(f"{100 * value / copy_at(traffic, curve):.0f}%")
         out.append("| " + " | ".join(cells) + " |")
-    note = (f"`{DEFAULT}` is the config one writes without tuning: `{default_config}`."
+    note = (f"`{DEFAULT}` is the config one writes without tuning: `{default_config[0]}`."
             if default_config else "")
     return "\n".join(out + ["", note, ""])
 

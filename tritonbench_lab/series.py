@@ -53,11 +53,12 @@ def _point(row: Record, x: float) -> dict:
             "p50_ms": row.p50_ms, "config": row.config}
 
 
-def series(records: list[Record], dtype: str, default_config: str | None = None
+def series(records: list[Record], dtype: str, default_config: tuple[str, ...] | None = None
            ) -> dict[str, pd.DataFrame]:
-    """Provider label -> series for one dtype: tuned Triton, the default config (when known),
-    then every baseline. Shapes without a timed row for a provider are left out of its line.
-    Baselines timed outside the tolerance keep their line, labelled as such."""
+    """Provider label -> series for one dtype: tuned Triton, the default config (when known:
+    its config texts, the first that a shape has), then every baseline. Shapes without a
+    timed row for a provider are left out of its line. Baselines timed outside the
+    tolerance keep their line, labelled as such."""
     results = results_for(records, dtype)
     positions, _ = x_axis([s.shape for s in results])
     points: dict[str, list[dict]] = {TUNED: []}
@@ -71,8 +72,8 @@ def series(records: list[Record], dtype: str, default_config: str | None = None
         x = positions[s.shape]
         if s.winner:
             points[TUNED].append(_point(s.winner, x))
-        default = s.configs.get(default_config or "")
-        if default_config is not None and default and default.status == OK:
+        default = next((s.configs[t] for t in default_config or () if t in s.configs), None)
+        if default and default.status == OK:
             points[DEFAULT].append(_point(default, x))
         for provider, row in s.baselines.items():
             if row.p50_ms is not None:

@@ -2,15 +2,23 @@
 
     config = lookup("matmul", dtype=torch.bfloat16, M=4096, N=4096, K=1024)
 
-Where: $TLAB_CONFIG_DIR when set, else the configs/ folder of this source tree; the file is
+Where: $TLAB_CONFIG_DIR when set, else the configs/ folder of this source tree, else the
+copy installed with the package (a wheel carries configs/ as package data); the file is
 <dir>/<gpu-slug>/<kernel>.csv (layout.py), written by `tlab sweep` from the winner rule
-(winners.py). Which row: the same dtype and the exact shape when it was tuned; otherwise
-the nearest tuned shape, nearest meaning the smallest sum over dimensions of
-|log2(size / tuned size)| (so 3000 is nearer 4096 than 2048), ties going to the larger shape
-(a config tuned for more work under-fills a smaller problem less than the reverse
-over-fills). No file, or no row for the dtype: the kernel's default config, with one warning
-per file and key that names both. Files are parsed once and re-read when they change.
-No torch, no triton at import.
+(winners.py).
+
+Which row:
+- sizes are matched by dim name, in any keyword order; a missing or unknown name is a
+  TlabError that names the kernel's dims;
+- the same dtype and the exact shape, when it was tuned;
+- otherwise the nearest tuned shape *of the same alignment class*: each size divisible by
+  16, by 8 only, or by neither. The class decides what a config can do (16-byte loads, tensor
+  descriptors), so a config never crosses it. Nearest means the smallest sum over dims of
+  |log2(size / tuned size)| (3000 is nearer 4096 than 2048), ties to the larger shape (a
+  config tuned for more work under-fills a smaller problem less than the reverse over-fills);
+- nothing in the class (or no file): the kernel's default config, with one warning per file,
+  dtype and class that names them.
+Files are parsed once and re-read when they change. No torch, no triton at import.
 """
 
 from __future__ import annotations
@@ -18,29 +26,34 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from tritonbench_lab import store
-from tritonbench_lab.layout import Layout, config_file_in, slugify
-from tritonbench_lab.records import Winner, parse_config_text
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.layout import INTERPRETER_SLUG, Layout, config_file_in, slugify
+from tritonbench_lab.records import Winner, dtype_name_of, parse_config_text
 from tritonbench_lab.shapes import shape_sizes
 
 CONFIG_DIR_ENV = "TLAB_CONFIG_DIR"
 SOURCE_CONFIG_DIR = Layout(Path(__file__).resolve().parent.parent).configs
+# Where a non-editable install keeps the committed configs (pyproject.toml maps configs/ there).
+PACKAGED_CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
-_warned: set[tuple[str, str]] = set()
+_warned: set[tuple] = set()
 
 
 def config_dir() -> Path:
     override = os.environ.get(CONFIG_DIR_ENV)
-    return Path(override) if override else SOURCE_CONFIG_DIR
+    if override:
+        return Path(override)
+    return SOURCE_CONFIG_DIR if SOURCE_CONFIG_DIR.is_dir() else PACKAGED_CONFIG_DIR
 
 
 def dtype_key(dtype) -> str:
-    """'bf16' for torch.bfloat16 or 'bf16' (no torch import needed here)."""
-    names = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16"}
-    text = str(dtype)
-    return names.get(text, text)
+    """'bf16' for torch.bfloat16, 'bfloat16' or 'bf16' (no torch import needed here)."""
+    text = str(dtype).removeprefix("torch.")
+    return dtype_name_of(text) or text
 
 
 def clear_cache() -> None:
@@ -49,47 +62,114 @@ def clear_cache() -> None:
     _warned.clear()
 
 
+def alignment_class(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """Per size: 16 when divisible by 16, 8 when by 8 only, else 1."""
+    return tuple(16 if s % 16 == 0 else 8 if s % 8 == 0 else 1 for s in sizes)
+
+
 def shape_distance(wanted: tuple[int, ...], tuned: tuple[int, ...]) -> float:
     return sum(abs(math.log2(w / t)) for w, t in zip(wanted, tuned, strict=True))
 
 
 def nearest_row(rows: list[Winner], sizes: tuple[int, ...]) -> Winner | None:
+    """The exact or nearest tuned row of the same alignment class (module docstring)."""
+    wanted = alignment_class(sizes)
     candidates = [(shape_sizes(r.shape), r) for r in rows]
-    candidates = [(s, r) for s, r in candidates if len(s) == len(sizes)]
+    candidates = [(s, r) for s, r in candidates
+                  if len(s) == len(sizes) and alignment_class(s) == wanted]
     if not candidates:
         return None
     _, best = min(candidates, key=lambda c: (shape_distance(sizes, c[0]), -math.prod(c[0])))
     return best
 
 
-def current_gpu_slug() -> str:
+def current_gpu_slug(device=None) -> str:
+    """The slug of `device` (a CUDA device or index; the current one when None), or
+    'interpreter' without CUDA."""
     import torch
 
     if not torch.cuda.is_available():
-        return "interpreter"
-    return slugify(torch.cuda.get_device_name(torch.cuda.current_device()))
+        return INTERPRETER_SLUG
+    if device is None:
+        index = torch.cuda.current_device()
+    else:
+        index = device.index if isinstance(device, torch.device) else int(device)
+        index = torch.cuda.current_device() if index is None else index
+    return slugify(torch.cuda.get_device_name(index))
 
 
-def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int] | None = None,
-           directory: Path | None = None, **sizes: int) -> dict[str, int]:
-    """The config to launch `kernel` with at this shape on this GPU (see the rules above).
+def kernel_dims(kernel: str) -> tuple[str, ...]:
+    from tritonbench_lab.kernels import get_spec
 
-    sizes are the kernel's dims by name (M=, N=, K= for matmul; rows=, cols= for row
-    kernels), in the kernel's order. `default` is returned (with one warning) when nothing
-    was tuned; without it the kernel's own default config is used. `gpu` and `directory`
-    override the current GPU's slug and the configs folder.
-    """
+    return tuple(get_spec(kernel).dims)
+
+
+def ordered_sizes(kernel: str, sizes: dict[str, int], dims: tuple[str, ...] | None = None
+                  ) -> tuple[int, ...]:
+    """Keyword sizes in the kernel's dims order; TlabError naming the dims when a name is
+    missing or unknown."""
+    dims = tuple(dims) if dims is not None else kernel_dims(kernel)
+    unknown = [n for n in sizes if n not in dims]
+    missing = [d for d in dims if d not in sizes]
+    if unknown or missing:
+        parts = [f"{what} {', '.join(names)}" for what, names in
+                 (("unknown", unknown), ("missing", missing)) if names]
+        raise TlabError(f"{kernel} sizes are {', '.join(dims)} (by name, any order): "
+                        f"{'; '.join(parts)}")
+    return tuple(int(sizes[d]) for d in dims)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the configs say about one kernel, dtype and shape on one GPU."""
+
+    path: Path  # the winners file consulted
+    sizes: tuple[int, ...]
+    row: Winner | None  # the exact or nearest tuned row of the same class; None: nothing
+
+    @property
+    def exact(self) -> bool:
+        return self.row is not None and shape_sizes(self.row.shape) == self.sizes
+
+    @property
+    def distance(self) -> float | None:
+        return None if self.row is None else shape_distance(self.sizes, shape_sizes(self.row.shape))
+
+
+def find(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
+         directory: Path | None = None) -> Found:
+    """The tuned row `lookup` would use for these sizes (in dims order), if any."""
     slug = gpu or current_gpu_slug()
     path = config_file_in(Path(directory or config_dir()), slug, kernel)
     key = dtype_key(dtype)
     rows = [r for r in store.load_winners(path) if r.kernel == kernel and r.dtype == key]
-    row = nearest_row(rows, tuple(sizes.values()))
-    if row is not None:
-        return parse_config_text(row.config)
-    if (str(path), key) not in _warned:
-        _warned.add((str(path), key))
-        why = "does not exist" if not path.exists() else f"has no {key} rows for {kernel}"
-        warnings.warn(f"tlab: {path} {why}; using {kernel}'s default config", stacklevel=2)
+    return Found(path, sizes, nearest_row(rows, sizes))
+
+
+def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int] | None = None,
+           directory: Path | None = None, dims: tuple[str, ...] | None = None,
+           **sizes: int) -> dict[str, int]:
+    """The config to launch `kernel` with at this shape on this GPU (see the rules above).
+
+    sizes are the kernel's dims by name (M=, N=, K= for matmul; rows=, cols= for row
+    kernels), in any order. `default` is returned (with one warning) when nothing was tuned;
+    without it the kernel's own default config is used. `gpu` and `directory` override the
+    current GPU's slug and the configs folder; `dims` names the dims of a kernel that is not
+    registered (a user's kernel whose module was not loaded).
+    """
+    ordered = ordered_sizes(kernel, sizes, dims)
+    found = find(kernel, dtype, ordered, gpu=gpu, directory=directory)
+    if found.row is not None:
+        return parse_config_text(found.row.config)
+    key = dtype_key(dtype)
+    warn_key = (str(found.path), key, alignment_class(ordered))
+    if warn_key not in _warned:
+        _warned.add(warn_key)
+        why = "does not exist" if not found.path.exists() else (
+            f"has no {key} rows for {kernel} of the alignment class of "
+            f"{'x'.join(map(str, ordered))} (each size divisible by 16 / 8 / neither: "
+            f"{'/'.join(map(str, alignment_class(ordered)))})")
+        warnings.warn(f"tlab: {found.path} {why}; using {kernel}'s default config", stacklevel=2)
     if default is not None:
         return dict(default)
     from tritonbench_lab.kernels import get_spec

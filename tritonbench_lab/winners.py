@@ -11,7 +11,9 @@ Per (kernel, dtype, shape):
 4. the winner is the fastest representative `ok` Triton row, among the confirmed ones when
    any is confirmed (records.fastest); a Triton row that was wrong never wins;
 5. a baseline is drawn and compared even when outside the tolerance (it is timed, and the
-   row says `wrong_result`); the best baseline for the speed-up is the fastest `ok` one.
+   row says `wrong_result`); the best baseline for the speed-up is the fastest `ok` one, and
+   the PyTorch op's own time (the `torch` baseline, records.TORCH_OP) is kept beside it:
+   `ops` calls tlab's kernel only where it beats that op.
 No torch, no triton.
 """
 
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 
 from tritonbench_lab.records import (
     OK,
+    TORCH_OP,
     TRITON,
     Record,
     Winner,
@@ -88,6 +91,8 @@ def winner_of(result: ShapeResult) -> Winner | None:
     if best is None:
         return None
     base = result.best_baseline
+    op = result.baselines.get(TORCH_OP)
+    op_ok = op is not None and op.status == OK
     return Winner(
         kernel=best.kernel, dtype=best.dtype, shape=best.shape, config=best.config,
         p50_ms=best.p50_ms, throughput=best.throughput, metric=best.metric,
@@ -96,6 +101,7 @@ def winner_of(result: ShapeResult) -> Winner | None:
         baseline_p50_ms=base.p50_ms if base else None,
         baseline_throughput=base.throughput if base else None,
         speedup=base.p50_ms / best.p50_ms if base else None,
+        op_p50_ms=op.p50_ms if op_ok else None,
         gpu=best.gpu, torch=best.torch, triton=best.triton, tlab=best.tlab,
         source=best.source, date=best.timestamp[:10], run_id=best.run_id,
     )

@@ -18,8 +18,10 @@ from tritonbench_lab.cli import (
     calibrate_cmd,
     check_cmd,
     compare_cmd,
+    explain_cmd,
     export_cmd,
     list_cmd,
+    opsbench_cmd,
     plot_cmd,
     sweep_cmd,
     targets_cmd,
@@ -60,6 +62,8 @@ export_cmd.register(app)
 check_cmd.register(app)
 compare_cmd.register(app)
 targets_cmd.register(app)
+explain_cmd.register(app)
+opsbench_cmd.register(app)
 
 
 def fail(message: str) -> None:

@@ -15,13 +15,16 @@ from tritonbench_lab.cli.options import KernelName, Root
 class Format(str, enum.Enum):
     autotune = "autotune"
     json = "json"
+    vllm = "vllm"
 
 
 def export(
     kernel: KernelName,
     format: Annotated[Format, typer.Option(
-        "--format", help="autotune: a Python module of triton.Config lists per GPU; json: one "
-        "JSON file per GPU keyed by dtype and shape.")] = Format.autotune,
+        "--format", help="autotune: a Python module of triton.Config lists per GPU and the "
+        "autotune key; json: one JSON file per GPU keyed by dtype and shape; vllm: vLLM's "
+        "layout, one file per GPU, dtype and fixed sizes keyed by the first size (M, rows), "
+        "read by tritonbench_lab.export.load_vllm_config.")] = Format.autotune,
     out: Annotated[Path, typer.Option(
         "--out", help="Folder to write the exported files into.")] = Path("exported"),
     root: Root = Path("."),

@@ -102,11 +102,15 @@ def load_kernel_module(path: str | Path) -> list[KernelSpec]:
     return specs
 
 
-def default_config_text(name: str) -> str | None:
-    """The untuned default config of a kernel tlab knows, as rows write configs; None for
-    a kernel it does not know (pictures then draw no default line)."""
+def default_config_text(name: str) -> tuple[str, ...] | None:
+    """The untuned default config of a kernel tlab knows, as rows write configs: its text,
+    then (when the space grew parameters since) the text rows measured before them carry.
+    None for a kernel tlab does not know (pictures then draw no default line)."""
     from tritonbench_lab.space import config_text
 
     if name not in names():
         return None
-    return config_text(get_spec(name).space.default)
+    space = get_spec(name).space
+    default = dict(space.default)
+    older = {k: v for k, v in default.items() if space.added.get(k, object()) != v}
+    return tuple(dict.fromkeys([config_text(default), config_text(older)]))

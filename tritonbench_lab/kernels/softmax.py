@@ -220,6 +220,12 @@ def softmax(x: torch.Tensor, config: Config | None = None,
     return out
 
 
+def bind(config: Config):
+    """`run(x, out=None)` under one config (tritonbench_lab.ops keeps one per shape)."""
+    config = SPACE.complete(config)
+    return lambda x, out=None: softmax(x, config, out)
+
+
 def softmax_reference(inputs: Inputs) -> Outputs:
     return (torch.softmax(inputs["x"].double(), dim=-1),)
 
@@ -347,4 +353,5 @@ SPEC = KernelSpec(
     from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
     small_from_size=lambda n: Shape.of(rows=INTERPRETER_ROWS, cols=n),
     interpreter_seconds=lambda shape, config: row_interpreter_seconds(dict(shape.dims), config),
+    autotune_key=("n_rows", "n_cols"),
 )

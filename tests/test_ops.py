@@ -1,0 +1,154 @@
+"""tritonbench_lab.ops: which of tlab's kernel and the PyTorch op each call runs, and why;
+memoised choices that follow the configs file; correct results either way."""
+
+import os
+
+import pytest
+import torch
+from conftest import INTERPRETING
+from test_lookup import winner, write_winners
+
+from tritonbench_lab import ops, tuned
+from tritonbench_lab.ops import NEAR_MARGIN, decide
+from tritonbench_lab.records import parse_config_text
+
+A = "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 TMA=0"
+SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
+
+
+@pytest.fixture
+def configs(tmp_path, monkeypatch):
+    """TEST DATA: matmul fp32 winners: 1024^3 where tlab's kernel beat the op 2x, 4096^3
+    where the op won, and 2048x2048x1024 where tlab led by just under NEAR_MARGIN."""
+    write_winners(tmp_path / SLUG / "matmul.csv", [
+        winner("1024x1024x1024", A, dtype="fp32", p50_ms=1.0, op_p50_ms=2.0),
+        winner("2048x2048x1024", A, dtype="fp32", p50_ms=1.0, op_p50_ms=NEAR_MARGIN - 0.01),
+        winner("4096x4096x4096", A, dtype="fp32", p50_ms=1.0, op_p50_ms=0.9),
+    ])
+    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(ops, "RECHECK_S", 0.0)
+    tuned.clear_cache()
+    ops.clear()
+    yield tmp_path
+    tuned.clear_cache()
+    ops.clear()
+
+
+@pytest.mark.parametrize("sizes, provider, phrase", [
+    ((1024, 1024, 1024), "triton", "tuned here: 2.00x"),
+    ((4096, 4096, 4096), "torch", "tuned here, and the PyTorch op was faster (0.90x)"),
+    ((1024, 1024, 1040), "triton", "nearest tuned shape 1024x1024x1024: 2.00x"),
+    ((1536, 1024, 1024), "triton", "nearest tuned shape 1024x1024x1024"),  # 1.5x away
+    ((2048, 2048, 1040), "torch", "led by 1.09x, less than the 1.10x"),
+    ((512, 256, 512), "torch", "more than 2x away"),  # 1 + 2 + 1 octaves
+    ((1000, 1000, 1000), "torch", "no fp32 shape of alignment class 8/8/8"),
+])
+def test_decide(configs, sizes, provider, phrase):
+    choice = decide("matmul", torch.float32, sizes, gpu=SLUG)
+    assert choice.provider == provider and phrase in choice.reason, choice
+    assert (choice.config is not None) == (provider == "triton")
+
+
+def test_decide_without_a_timed_op_or_a_file_calls_the_op(configs):
+    write_winners(configs / SLUG / "matmul.csv", [winner("64x64x64", A, dtype="fp32")])
+    tuned.clear_cache()
+    choice = decide("matmul", torch.float32, (64, 64, 64), gpu=SLUG)
+    assert choice.provider == "torch" and "not timed" in choice.reason
+    assert decide("matmul", torch.float32, (64, 64, 64), gpu="no-such-gpu").provider == "torch"
+
+
+def _count_binds(monkeypatch, module):
+    calls = []
+    real = module.bind
+
+    def bind(config):
+        calls.append(config)
+        return real(config)
+
+    monkeypatch.setattr(module, "bind", bind)
+    return calls
+
+
+def test_ops_matmul_chooses_once_per_shape_and_follows_the_file(configs, device, monkeypatch):
+    from tritonbench_lab.kernels import matmul as kernel
+
+    binds = _count_binds(monkeypatch, kernel)
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(256, 64, generator=gen, device=device)  # 256x256x64: 8 octaves away
+    b = torch.randn(64, 256, generator=gen, device=device)
+    for _ in range(3):
+        torch.testing.assert_close(ops.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    assert binds == []  # far from every tuned shape: the PyTorch op, decided once
+    write_winners(configs / SLUG / "matmul.csv", [
+        winner("256x256x64", A, dtype="fp32", p50_ms=1.0, op_p50_ms=3.0)])
+    os.utime(configs / SLUG / "matmul.csv", (1, 1))  # a new mtime, whatever the clock
+    tuned.clear_cache()
+    for _ in range(3):
+        c = ops.matmul(a, b)
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+    assert binds == [parse_config_text(A)]  # the new file: tlab's kernel, bound once
+
+
+def test_ops_give_the_op_result_for_what_the_kernels_cannot_take(configs, device):
+    x = torch.randn(5, 7, dtype=torch.float64, device=device)
+    torch.testing.assert_close(ops.softmax(x), torch.softmax(x, -1))
+    torch.testing.assert_close(ops.matmul(x, x.T), x @ x.T)
+    w = torch.randn(7, dtype=torch.float64, device=device)
+    torch.testing.assert_close(ops.rmsnorm(x, w), torch.nn.functional.rms_norm(x, (7,), w, 1e-6))
+    batched = torch.randn(2, 3, 4, device=device)
+    torch.testing.assert_close(ops.matmul(batched, batched.transpose(1, 2)),
+                               batched @ batched.transpose(1, 2))
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 7), (7, 4097), (33, 1000)])
+@pytest.mark.parametrize("tuned_rows", [False, True], ids=["untuned", "tuned"])
+def test_ops_row_kernels_are_correct_either_way(configs, device, rows, cols, tuned_rows):
+    if tuned_rows:  # tlab's kernel wins at exactly this shape in every row kernel's file
+        for kernel, config in (("softmax", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1"),
+                               ("rmsnorm", "ROWS=1 num_warps=4"),
+                               ("add_rmsnorm", "ROWS=1 num_warps=4")):
+            write_winners(configs / SLUG / f"{kernel}.csv", [
+                winner(f"{rows}x{cols}", config, dtype="fp32", kernel=kernel, op_p50_ms=2.0)])
+        tuned.clear_cache()
+    gen = torch.Generator(device=device).manual_seed(rows + cols)
+    x = torch.randn(rows, cols, generator=gen, device=device)
+    r = torch.randn(rows, cols, generator=gen, device=device)
+    w = torch.randn(cols, generator=gen, device=device)
+    torch.testing.assert_close(ops.softmax(x), torch.softmax(x.double(), -1).float())
+    y = ops.rmsnorm(x, w)
+    ref = torch.nn.functional.rms_norm(x.double(), (cols,), w.double(), 1e-6).float()
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+    y, h = ops.rmsnorm(x, w, residual=r)
+    torch.testing.assert_close(h, x + r)
+    ref = torch.nn.functional.rms_norm((x + r).double(), (cols,), w.double(), 1e-6).float()
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+    plans = [launch for key, launch in ops._plans.items() if key[0] != "matmul"]
+    assert len(plans) == 3 and all((p is not None) == tuned_rows for p in plans)
+
+
+def test_explain_command_says_what_ops_would_call(configs):
+    from typer.testing import CliRunner
+
+    from tritonbench_lab.cli import app
+
+    result = CliRunner().invoke(app, ["explain", "matmul", "--shape", "1024x1024x1024",
+                                      "--dtype", "fp32", "--gpu-name", SLUG])
+    assert result.exit_code == 0, result.output
+    assert "tlab's kernel, BLOCK_M=32" in result.output and "tuned here: 2.00x" in result.output
+    result = CliRunner().invoke(app, ["explain", "matmul", "--shape", "64x64", "--gpu-name", SLUG])
+    assert result.exit_code != 0
+
+
+@pytest.mark.gpu
+def test_ops_are_capturable_in_a_cuda_graph(device):
+    from tritonbench_lab.kernels import softmax as kernel
+
+    x = torch.randn(8192, 4096, device=device)
+    assert ops.softmax(x) is not None  # decided and compiled outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.softmax(x)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+    assert kernel.MAX_COLS >= 4096

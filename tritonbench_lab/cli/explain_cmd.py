@@ -1,0 +1,67 @@
+"""`tlab explain KERNEL --shape S`: what tritonbench_lab.ops would run at that shape, and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tritonbench_lab.cli.options import Dtypes, GpuName, KernelName, known_dtypes
+from tritonbench_lab.errors import TlabError
+
+
+def explain(
+    kernel: KernelName,
+    shape: Annotated[str, typer.Option(
+        "--shape", metavar="SHAPE", help="The shape, sizes in the kernel's dims order "
+        "(MxNxK for matmul, ROWSxCOLS for row kernels), e.g. 5000x5000x5000.",
+        show_default=False)],
+    dtype: Dtypes = None,
+    gpu_name: GpuName = None,
+    root: Annotated[Path | None, typer.Option(
+        "--root", metavar="DIR", help="Folder holding configs/. Default: the folder ops reads "
+        "($TLAB_CONFIG_DIR, else this source tree's configs/, else the installed copy).",
+        show_default=False)] = None,
+) -> None:
+    """Show what tritonbench_lab.ops would call at SHAPE (tlab's kernel under which config, or
+    the PyTorch op) on each GPU, and the measurement the choice rests on. Default GPUs: every
+    one with configs for KERNEL."""
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.ops import explain as explain_choice
+    from tritonbench_lab.shapes import shape_sizes
+    from tritonbench_lab.tuned import config_dir
+
+    spec = get_spec(kernel)
+    try:
+        sizes = shape_sizes(shape)
+    except ValueError as err:
+        raise TlabError(f"--shape {shape!r}: {err}") from None
+    if len(sizes) != len(spec.dims):
+        raise TlabError(f"--shape {shape!r}: {kernel} shapes have {len(spec.dims)} sizes "
+                        f"({'x'.join(spec.dims)})")
+    folder = Layout(root).configs if root is not None else config_dir()
+    gpus = [gpu_name] if gpu_name else sorted(p.parent.name for p in folder.glob(f"*/{kernel}.csv"))
+    if not gpus:
+        raise TlabError(f"no configs for {kernel} under {str(folder)!r}: run `tlab sweep` first")
+    print(f"tritonbench_lab.ops at {kernel} {shape} (configs: {folder})")
+    for gpu in gpus:
+        for name in known_dtypes(dtype) or _dtype_names(spec):
+            choice = explain_choice(kernel, name, sizes, gpu=gpu, directory=folder)
+            if choice.uses_triton:
+                config = " ".join(f"{k}={v}" for k, v in choice.config.items())
+                calls = f"tlab's kernel, {config}"
+            else:
+                calls = "the PyTorch op"
+            print(f"  {gpu} {name}: {calls} ({choice.reason})")
+
+
+def _dtype_names(spec) -> list[str]:
+    from tritonbench_lab.spec import dtype_name
+
+    return [dtype_name(d) for d in spec.dtypes]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("explain")(explain)

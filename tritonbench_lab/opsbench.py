@@ -1,0 +1,159 @@
+"""The benchmark of what user code calls: tritonbench_lab.ops against the PyTorch op, on shapes
+nobody tuned, on a GPU, in one run.
+
+Per shape: the ops result against float64 (the kernel's tolerance); GPU time of ops and of the
+PyTorch op, timed like the sweeps (do_bench, L2 flushed) and under CUDA-graph replay (launch
+cost gone); and the host time of one call (calls queued back to back, no waiting on the GPU):
+of ops, and of the launcher ops bound for that shape (or of the PyTorch op where ops chose
+it), so that what ops itself adds is their difference. Speed targets live here, not in tests.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# (kernel, dtype, shape): sizes no default shape has, of every alignment class, from one row
+# or token to 65,536; the classes of "Real shapes, real calls".
+SHAPES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    *(("matmul", "bf16", s) for s in (
+        (1536, 1536, 1536), (3072, 3072, 3072), (6144, 6144, 6144), (2056, 2056, 2056),
+        (1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096), (1024, 11008, 4096),
+        (8192, 4096, 11008), (8192, 14336, 4096), (700, 700, 700), (7, 7, 7),
+        (4097, 4097, 64), (1000, 999, 1001))),
+    *(("softmax", dt, s) for dt, s in (
+        ("bf16", (1, 4096)), ("bf16", (7, 32000)), ("bf16", (2048, 4096)),
+        ("fp32", (4096, 4096)), ("bf16", (16384, 4096)), ("fp32", (65536, 1024)),
+        ("bf16", (4096, 12672)), ("fp32", (1024, 50257)), ("bf16", (4096, 32000)),
+        ("bf16", (32768, 8192)))),
+    *(("rmsnorm", dt, s) for dt, s in (
+        ("bf16", (1, 4096)), ("bf16", (2048, 4096)), ("fp32", (4096, 8192)),
+        ("bf16", (65536, 4096)), ("fp32", (7, 4097)), ("bf16", (4096, 5120)))),
+    *(("add_rmsnorm", dt, s) for dt, s in (
+        ("bf16", (2048, 4096)), ("bf16", (65536, 4096)), ("fp32", (32768, 8192)),
+        ("bf16", (3, 4096)))),
+)
+HOST_CALLS = 100  # calls queued per host timing, few enough that the launch queue never fills
+
+
+@dataclass(frozen=True)
+class OpsRow:
+    kernel: str
+    dtype: str
+    shape: str
+    calls: str  # "triton" or "torch": what ops chose
+    correct: bool
+    ops_ms: float  # do_bench, L2 flushed
+    torch_ms: float
+    ops_graph_ms: float  # CUDA-graph replay
+    torch_graph_ms: float
+    ops_host_us: float  # host time of one call
+    bare_host_us: float  # the same of the bound launcher (or the op) ops calls
+
+    @property
+    def ratio(self) -> float:
+        """> 1: ops is faster than the PyTorch op."""
+        return self.torch_ms / self.ops_ms
+
+    @property
+    def graph_ratio(self) -> float:
+        return self.torch_graph_ms / self.ops_graph_ms
+
+    @property
+    def overhead_us(self) -> float:
+        return self.ops_host_us - self.bare_host_us
+
+
+def _host_us(fn: Callable[[], object]) -> float:
+    import torch
+
+    samples = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(HOST_CALLS):
+            fn()
+        samples.append((time.perf_counter() - start) / HOST_CALLS * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
+def _calls(kernel: str, inputs: dict):
+    """(ops call, PyTorch op call, the bare call ops makes) for one kernel's inputs."""
+    import torch
+    import torch.nn.functional as F
+
+    from tritonbench_lab import ops
+
+    if kernel == "matmul":
+        a, b = inputs["a"], inputs["b"]
+        key = ("matmul", a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device())
+        return (lambda: ops.matmul(a, b)), (lambda: torch.matmul(a, b)), key, (a, b)
+    if kernel == "softmax":
+        x = inputs["x"]
+        key = ("softmax", x.dtype, tuple(x.shape), x.get_device())
+        return (lambda: ops.softmax(x)), (lambda: torch.softmax(x, -1)), key, (x,)
+    x, w, eps = inputs["x"], inputs["weight"], inputs["eps"]
+    r = inputs.get("residual")
+    key = (kernel, x.dtype, tuple(x.shape), x.get_device())
+    if r is None:
+        return ((lambda: ops.rmsnorm(x, w, eps)),
+                (lambda: F.rms_norm(x, (x.shape[1],), w, eps)), key, (x, w, eps))
+
+    def torch_add():
+        h = x + r
+        return F.rms_norm(h, (h.shape[1],), w, eps), h
+
+    return (lambda: ops.rmsnorm(x, w, eps, residual=r)), torch_add, key, (x, w, eps, r)
+
+
+def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0) -> OpsRow:
+    import triton.testing
+
+    from tritonbench_lab import ops
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.spec import parse_dtype
+    from tritonbench_lab.verify import as_outputs, check
+
+    spec = get_spec(kernel)
+    dtype = parse_dtype(dtype_name)
+    inputs = spec.make_inputs(spec.shape(*sizes), dtype, "cuda", seed)
+    ops_call, torch_call, key, args = _calls(kernel, inputs)
+    verdict = check(as_outputs(ops_call()), spec.reference(inputs), spec.tolerance[dtype])
+    launch = ops._plans[key]  # decided by the call above
+    bare = (lambda: launch(*args)) if launch is not None else torch_call
+    ops_ms = triton.testing.do_bench(ops_call, warmup=25, rep=100)
+    torch_ms = triton.testing.do_bench(torch_call, warmup=25, rep=100)
+    ops_graph = triton.testing.do_bench_cudagraph(ops_call, rep=100)
+    torch_graph = triton.testing.do_bench_cudagraph(torch_call, rep=100)
+    return OpsRow(kernel, dtype_name, "x".join(map(str, sizes)),
+                  "triton" if launch is not None else "torch", verdict.ok, ops_ms, torch_ms,
+                  ops_graph, torch_graph, _host_us(ops_call), _host_us(bare))
+
+
+def report(rows: list[OpsRow]) -> list[str]:
+    """A Markdown table and the summary the acceptance reads."""
+    lines = ["| kernel | dtype | shape | ops calls | correct | torch / ops (do_bench) | "
+             "torch / ops (graph) | ops host us | bare host us | ops adds us |",
+             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(f"| {r.kernel} | {r.dtype} | {r.shape} | {r.calls} | "
+                     f"{'yes' if r.correct else 'NO'} | {r.ratio:.3f} | {r.graph_ratio:.3f} | "
+                     f"{r.ops_host_us:.1f} | {r.bare_host_us:.1f} | {r.overhead_us:.1f} |")
+    worst = min(rows, key=lambda r: r.ratio)
+    worst_graph = min(rows, key=lambda r: r.graph_ratio)
+    most = max(rows, key=lambda r: r.overhead_us)
+    lines += [
+        "",
+        f"shapes: {len(rows)}, tlab's kernel at {sum(r.calls == 'triton' for r in rows)}, "
+        f"correct: {sum(r.correct for r in rows)}",
+        f"slowest against the PyTorch op (do_bench): {worst.ratio:.3f}x at {worst.kernel} "
+        f"{worst.dtype} {worst.shape}",
+        f"slowest against the PyTorch op (graph replay): {worst_graph.graph_ratio:.3f}x at "
+        f"{worst_graph.kernel} {worst_graph.dtype} {worst_graph.shape}",
+        f"most host time ops adds per call: {most.overhead_us:.1f} us at {most.kernel} "
+        f"{most.dtype} {most.shape}",
+    ]
+    return lines
