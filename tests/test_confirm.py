@@ -108,7 +108,7 @@ class ScriptedWorker:
         self.log.append("stop")
 
 
-def scripted_sweep(tmp_path, monkeypatch, times, confirm):
+def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, **options):
     import torch
     from test_sweep import request_for
 
@@ -117,12 +117,19 @@ def scripted_sweep(tmp_path, monkeypatch, times, confirm):
     from tritonbench_lab.store import load_records, load_winners
 
     log: list[str] = []
-    monkeypatch.setattr(sweep_mod, "Worker", lambda *a, **k: ScriptedWorker(times, log))
+    worker = ScriptedWorker(times, log)  # the same script across the fresh worker
+
+    def make_worker(interpret, kernel_modules, bench):
+        if budgets is not None:
+            budgets.append(bench)
+        return worker
+
+    monkeypatch.setattr(sweep_mod, "Worker", make_worker)
     space = SPEC.space.narrow({"ROWS": (1,), "num_warps": WIDTHS, "PER_SM": (0,),
                                "SPLIT": (1,)})
     request = dataclasses.replace(
         request_for(SPEC, [torch.float32], [SPEC.shape(64, 4096)], tmp_path, space=space),
-        confirm=confirm)
+        confirm=confirm, **options)
     result = sweep_mod.run_sweep(request)
     (winner,) = load_winners(result.configs_file)
     return log, load_records(result.results_file), winner
@@ -146,6 +153,22 @@ def test_leaders_are_retimed_in_a_fresh_worker_and_slow_ones_let_the_next_in(
     assert (winner.config, winner.p50_ms) == (
         config_text({"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1}), 1.04)
     assert winner.speedup == pytest.approx(2.2 / 1.04)
+
+
+def test_confirmations_take_their_own_budget_and_rows_record_it(tmp_path, monkeypatch):
+    from tritonbench_lab.timing import BenchOptions
+
+    times = {b: [2.0, 2.2] for b in BASELINES}
+    times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
+    budgets: list = []
+    short, full = BenchOptions(warmup_ms=5, rep_ms=5), BenchOptions(warmup_ms=25, rep_ms=100)
+    # interpret=False: rows carry do_bench budgets (the worker is scripted, nothing runs)
+    _, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2, budgets=budgets,
+                                     bench=short, confirm_bench=full, interpret=False)
+    assert budgets == [short, full]  # the fresh worker gets the confirmations' budget
+    assert {(r.phase, r.method, r.rep_ms) for r in rows} == {
+        ("sweep", "do_bench", 5), ("confirm", "do_bench", 100)}
+    assert winner.p50_ms == 1.04 and winner.rep_ms == 100
 
 
 def test_rounds_are_capped_and_the_winner_is_still_a_confirmed_config(tmp_path, monkeypatch):

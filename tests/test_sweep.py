@@ -340,3 +340,19 @@ def test_a_shape_too_big_for_the_interpreter_is_refused_with_one_it_accepts(tmp_
     smaller = SPEC.shape(int(suggested[1]), int(suggested[2]))
     assert smaller["cols"] == 256 and smaller["rows"] < 8192
     check_request(request_for(SPEC, [torch.float32], [smaller], tmp_path))  # accepted
+
+
+def test_gpu_only_baselines_are_planned_only_on_a_gpu(tmp_path):
+    import dataclasses
+
+    import torch
+
+    from tritonbench_lab.kernels.matmul import SPEC
+    from tritonbench_lab.plan import plan
+
+    request = request_for(SPEC, [torch.float16], SPEC.small_shapes, tmp_path)
+    baselines = {p.task.provider for p in plan(request) if p.task.provider != TRITON}
+    assert baselines == {"torch"}  # Inductor has no Triton templates on a CPU
+    on_gpu = dataclasses.replace(request, interpret=False)
+    assert {p.task.provider for p in plan(on_gpu) if p.task.provider != TRITON} == {
+        "torch", "inductor"}

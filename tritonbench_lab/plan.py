@@ -21,7 +21,7 @@ from pathlib import Path
 from tritonbench_lab.env import Fingerprint
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.layout import Layout
-from tritonbench_lab.records import KEY_COLUMNS, TRITON, Record
+from tritonbench_lab.records import CONFIRM, KEY_COLUMNS, TRITON, Record
 from tritonbench_lab.space import DeviceLimits, Space, config_text, load_space
 from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype
 from tritonbench_lab.store import check_appendable
@@ -53,6 +53,13 @@ class SweepRequest:
     kernel_modules: tuple[str, ...] = ()
     bench: BenchOptions = field(default_factory=BenchOptions)
     confirm: int = 3  # leaders per shape re-timed in a fresh worker; 0: none
+    jobs: int = 0  # processes compiling configs ahead of timing (precompile.py); < 2: none
+    confirm_bench: BenchOptions | None = None  # the confirmations' budget; None: `bench`
+
+    def bench_for(self, phase: str) -> BenchOptions:
+        """The do_bench budget of a phase: a short first pass may hand its leaders a longer
+        one (`--confirm-rep-ms`)."""
+        return self.confirm_bench if phase == CONFIRM and self.confirm_bench else self.bench
 
     @property
     def layout(self) -> Layout:
@@ -239,7 +246,7 @@ def plan(request: SweepRequest) -> list[Planned]:
         name = dtype_name(dtype)
         for shape in request.shapes:
             planned += [Planned(Task(spec.name, b, shape.sizes, name, {}, request.seed))
-                        for b in spec.baselines]
+                        for b in spec.baselines_for(request.interpret)]
             for config in request.space:
                 reason = request.space.why_pruned(config, dict(shape.dims), dtype.itemsize,
                                                   request.limits)

@@ -16,6 +16,7 @@ nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import uuid
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from tritonbench_lab.plan import (
     plan,
     task_key,
 )
+from tritonbench_lab.precompile import Job, Precompiled, pin_triton_cache_dir, precompile
 from tritonbench_lab.records import (
     CONFIRM,
     OK,
@@ -61,6 +63,12 @@ class SweepEvents:
     def finished(self, record: Record) -> None:
         """Its row was written."""
 
+    def compiling(self, done: int, total: int) -> None:
+        """The compile pool has compiled `done` of `total` configs (precompile.py)."""
+
+    def compiled(self, summary: str) -> None:
+        """The compile pool finished: what it did, in a sentence."""
+
     def confirming(self, count: int) -> None:
         """`count` more tasks: leaders and baselines to time again in a fresh worker."""
 
@@ -88,7 +96,7 @@ def make_record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome
     timed = outcome.p50_ms is not None
     value = throughput(spec.cost(shape, parse_dtype(task.dtype)), spec.metric,
                        outcome.p50_ms) if timed else None
-    timing = request.bench.columns(request.interpret) if timed else {
+    timing = request.bench_for(phase).columns(request.interpret) if timed else {
         "method": "", "warmup_ms": None, "rep_ms": None}
     return Record(
         run_id=run_id,
@@ -161,6 +169,7 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     events.planned(len(todo) - skips, skips, len(planned) - len(todo))
     run_id = new_run_id()
     records: list[Record] = []
+    compiled = compile_ahead(request, [p.task for p in todo if not p.skip_reason], events).seconds
     worker = Worker(request.interpret, request.kernel_modules, request.bench)
 
     def keep(record: Record) -> Record:
@@ -171,8 +180,11 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
 
     def measure(task: Task, phase: str) -> Record:
         events.started(task, phase)
-        return keep(make_record(request, run_id, task, worker.run(task, request.timeouts),
-                                phase))
+        outcome = worker.run(task, request.timeouts)
+        ahead = compiled.pop(Job.of(task).key, None) if phase == SWEEP else None
+        if ahead is not None and outcome.compile_s is not None:
+            outcome = dataclasses.replace(outcome, compile_s=outcome.compile_s + ahead)
+        return keep(make_record(request, run_id, task, outcome, phase))
 
     try:
         for item in todo:
@@ -181,7 +193,8 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
             else:
                 measure(item.task, SWEEP)
         if request.confirm:
-            worker.stop()  # the leaders are timed again in a fresh process
+            worker.stop()  # the leaders are timed again in a fresh process, with their budget
+            worker = Worker(request.interpret, request.kernel_modules, request.bench_for(CONFIRM))
             # With --fresh only this run's rows compete; otherwise every row of this toolchain.
             rows = list(records) if request.fresh else [
                 r for r in load_records(results_file) if is_same_toolchain(request, r)]
@@ -199,6 +212,19 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
                        len(planned) - len(todo), all_rows, winners)
 
 
+def compile_ahead(request: SweepRequest, tasks: list[Task], events: SweepEvents) -> Precompiled:
+    """On a GPU, compile the Triton configs of these tasks in a pool first (precompile.py).
+    Nothing in the interpreter or with jobs < 2."""
+    jobs = [Job.of(t) for t in tasks if t.provider == TRITON]
+    if request.interpret or request.jobs < 2 or not jobs:
+        return Precompiled()
+    pin_triton_cache_dir()
+    result = precompile(jobs, processes=request.jobs, kernel_modules=request.kernel_modules,
+                        stall_s=request.timeouts.first_call_s, progress=events.compiling)
+    events.compiled(result.summary(min(request.jobs, result.jobs)))
+    return result
+
+
 def check_round_trip(request: SweepRequest, winners: list[Winner]) -> None:
     """Looking up each tuned shape must return exactly the winner just written; anything
     else is a bug in tlab, not in the user's input."""
@@ -206,7 +232,7 @@ def check_round_trip(request: SweepRequest, winners: list[Winner]) -> None:
     spec, slug = request.spec, request.fingerprint.gpu_slug
     for w in winners:
         shape = spec.shape(*shape_sizes(w.shape))
-        got = lookup(spec.name, w.dtype, gpu=slug, directory=request.layout.configs,
+        got = lookup(spec.name, w.dtype, gpu=slug, directory=request.layout.configs, dims=spec.dims,
                      **dict(shape.dims))
         if got != parse_config_text(w.config):
             raise RuntimeError(f"lookup({spec.name}, {w.dtype}, {w.shape}) returned "

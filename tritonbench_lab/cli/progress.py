@@ -59,6 +59,12 @@ class SweepProgress(SweepEvents):
         self.progress.update(self.bar, total=to_measure + to_skip)
         self._refresh()
 
+    def compiling(self, done: int, total: int) -> None:
+        self._refresh(description=f"{self.kernel}: compiling {done}/{total} configs in parallel")
+
+    def compiled(self, summary: str) -> None:
+        self.progress.console.print(summary)
+
     def confirming(self, count: int) -> None:
         self.left_to_measure += count
         total = self.progress.tasks[0].total or 0

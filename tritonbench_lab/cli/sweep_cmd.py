@@ -27,6 +27,12 @@ def _finite(value: float) -> float:
     return value
 
 
+def _budget(rep_ms: int):
+    from tritonbench_lab.timing import BenchOptions
+
+    return BenchOptions(warmup_ms=min(BenchOptions.warmup_ms, rep_ms), rep_ms=rep_ms)
+
+
 def sweep(
     kernel: KernelName,
     dtype: Dtypes = None,
@@ -61,19 +67,29 @@ def sweep(
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random inputs.")] = 0,
     rep_ms: Annotated[int, typer.Option(
         "--rep-ms", metavar="MS", min=1,
-        help="do_bench's timing budget per config, in milliseconds.")] = 100,
+        help="do_bench's timing budget per config, in milliseconds (its warm-up: the same, "
+        "at most 25).")] = 100,
+    confirm_rep_ms: Annotated[int | None, typer.Option(
+        "--confirm-rep-ms", metavar="MS", min=1,
+        help="do_bench's budget for the confirmations, which choose the winners; a short "
+        "--rep-ms then only ranks the space. Default: --rep-ms.", show_default=False)] = None,
     confirm: Annotated[int, typer.Option(
         "--confirm", metavar="N", min=0,
         help="After the sweep, verify and time again, in a fresh worker "
         "process, each shape's N fastest configs and every baseline; winners are chosen by "
         "these times, because the fastest of many noisy first times is biased low. 0 turns "
         "confirmation off.")] = 3,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", metavar="N", min=1,
+        help="On a GPU, processes that compile the configs ahead of timing (1: each config "
+        "compiles in the timing worker when first run). Default: the CPU cores.",
+        show_default=False)] = None,
     kernel_module: KernelModules = None,
     old_out: OldOut = None,
 ) -> None:
     """Tune KERNEL: verify and time every config over the shapes, store rows and winners."""
     from tritonbench_lab.plan import build_request, check_request
-    from tritonbench_lab.timing import BenchOptions
+    from tritonbench_lab.precompile import default_jobs
     from tritonbench_lab.worker import Timeouts
 
     prepare(interpret, kernel_module)
@@ -82,7 +98,9 @@ def sweep(
         shapes=shapes, space=space, root=old_out or root, interpret=interpret, fresh=fresh,
         seed=seed, timeouts=Timeouts(first_call_s=compile_timeout, measure_s=timeout),
         kernel_modules=tuple(str(p) for p in kernel_module or ()),
-        bench=BenchOptions(rep_ms=rep_ms), confirm=confirm)
+        bench=_budget(rep_ms), confirm=confirm,
+        confirm_bench=_budget(confirm_rep_ms) if confirm_rep_ms else None,
+        jobs=jobs if jobs is not None else default_jobs())
     check_request(request)  # every refusal before any output, so an error is one line
     console = Console(stderr=True)
     if request.interpret:
@@ -137,7 +155,7 @@ def print_summary(result, request, console: Console) -> None:
     ceilings = ceilings_in_force(request.layout.ceilings_file(request.fingerprint.gpu_slug))
     wanted = {(dtype_name(d), str(s)) for d in request.dtypes for s in request.shapes}
     metric = request.spec.metric
-    baselines = list(request.spec.baselines)
+    baselines = request.spec.baselines_for(request.interpret)
     table = Table(title=f"{request.spec.name} on {request.fingerprint.gpu} ({metric})")
     columns = ["dtype", "shape", "winner config", "triton", *baselines, "vs best"]
     if ceilings:

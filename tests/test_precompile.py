@@ -1,0 +1,131 @@
+"""The compile pool: every config compiled once, failures left to the worker, a hang or a
+dead pool costing only the head start. On a CPU the pool runs stand-in compile functions
+(Triton's interpreter compiles nothing); the GPU test compiles real matmul configs."""
+
+import os
+import time
+
+import pytest
+
+from tritonbench_lab.precompile import Job, precompile
+
+
+def fake_start(kernel_modules):
+    os.environ["TLAB_FAKE_POOL"] = "1"
+
+
+def fake_compile(job):
+    """Seconds = BLOCK / 1000; BLOCK=13 fails, BLOCK=99 hangs, BLOCK=66 kills its process."""
+    assert os.environ["TLAB_FAKE_POOL"] == "1"  # the initialiser ran in this process
+    block = job.config["BLOCK"]
+    if block == 99:
+        time.sleep(60)
+    if block == 66:
+        os._exit(3)
+    return job.key, block / 1000, "CompilationError: no" if block == 13 else ""
+
+
+def jobs(*blocks):
+    return [Job("k", (64,), "fp32", 0, {"BLOCK": b}) for b in blocks]
+
+
+def run(blocks, **kwargs):
+    return precompile(jobs(*blocks), processes=2, compile_fn=fake_compile,
+                      start_fn=fake_start, **kwargs)
+
+
+def test_each_config_compiles_once_and_failures_are_left_to_the_worker():
+    seen = []
+    result = run([16, 32, 32, 13, 64], progress=lambda d, t: seen.append((d, t)))
+    assert result.seconds == {j.key: j.config["BLOCK"] / 1000 for j in jobs(16, 32, 64)}
+    assert seen[-1] == (4, 4)  # four distinct jobs, the repeat dropped
+    assert (result.jobs, result.failed, result.stopped) == (4, 1, "")
+    assert "CompilationError: no" in result.summary(2)
+    assert result.summary(2).startswith("compiled 3 of 4 configs ahead in")
+
+
+def test_a_hanging_compile_stops_the_pool_and_keeps_what_it_has():
+    start = time.monotonic()
+    result = run([16, 99, 32], stall_s=3.0)
+    assert time.monotonic() - start < 30  # not the 60 s of the hang
+    assert set(result.seconds) <= {j.key for j in jobs(16, 32)}
+    assert jobs(16)[0].key in result.seconds and "no config finished" in result.stopped
+
+
+def test_a_dead_pool_process_costs_only_the_head_start():
+    result = run([66, 16, 32], stall_s=10.0)
+    assert set(result.seconds) <= {j.key for j in jobs(16, 32)}
+    assert "died" in result.stopped
+
+
+def test_no_jobs_or_no_processes_start_no_pool():
+    assert precompile([], processes=4).seconds == {}
+    assert run([16]).seconds and precompile(jobs(16), processes=0).seconds == {}
+
+
+def test_the_sweep_compiles_ahead_only_triton_configs_on_a_gpu(monkeypatch):
+    from types import SimpleNamespace
+
+    from tritonbench_lab import sweep
+    from tritonbench_lab.worker import Task
+
+    got = []
+    from tritonbench_lab.precompile import Precompiled
+
+    answer = Precompiled(seconds={"x": 1}, jobs=1)
+    monkeypatch.setattr(sweep, "precompile", lambda js, **kw: got.append((js, kw)) or answer)
+    tasks = [Task("k", "torch", (64,), "fp32", {}, 0),
+             Task("k", "triton", (64,), "fp32", {"BLOCK": 16}, 0)]
+    request = SimpleNamespace(interpret=False, jobs=8, kernel_modules=("m.py",),
+                              timeouts=SimpleNamespace(first_call_s=50.0))
+    assert sweep.compile_ahead(request, tasks, sweep.SweepEvents()) is answer
+    (given, options), = got
+    assert [j.config for j in given] == [{"BLOCK": 16}]
+    assert options["processes"] == 8 and options["stall_s"] == 50.0
+    assert options["kernel_modules"] == ("m.py",)
+    for interpret, count in ((True, 8), (False, 1)):
+        request.interpret, request.jobs = interpret, count
+        assert sweep.compile_ahead(request, tasks, sweep.SweepEvents()).seconds == {}
+
+
+@pytest.mark.gpu
+def test_precompiled_matmul_configs_load_in_the_worker_instead_of_compiling(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    from tritonbench_lab.kernels.matmul import SPEC
+    from tritonbench_lab.worker import Task, Timeouts, Worker
+
+    shape = (1528, 1528, 1528)
+    configs = [c for c in SPEC.space.prune(dict(SPEC.shape(*shape).dims), 2,
+                                           _gpu_limits())[0]][:6]
+    result = precompile([Job("matmul", shape, "bf16", 0, c) for c in configs], processes=6)
+    assert len(result.seconds) == len(configs), result.summary(6)
+    worker = Worker(interpret=False)
+    try:
+        first_calls = []
+        for config in configs:
+            outcome = worker.run(Task("matmul", "triton", shape, "bf16", config, 0), Timeouts())
+            assert outcome.status == "ok", outcome
+            first_calls.append(outcome.compile_s)
+    finally:
+        worker.stop()
+    # A fresh cache folder: the first launch of each kernel signature (plain, TMA) also
+    # builds Triton's small C launcher; every other first call only loads the kernel.
+    assert sorted(first_calls)[:-2] and max(sorted(first_calls)[:-2]) < 0.2, first_calls
+
+
+def test_the_cache_folder_is_pinned_before_inductor_can_move_it(monkeypatch):
+    from tritonbench_lab.precompile import pin_triton_cache_dir
+
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    pin_triton_cache_dir()
+    assert os.environ["TRITON_CACHE_DIR"].endswith(os.path.join(".triton", "cache"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/elsewhere")
+    pin_triton_cache_dir()
+    assert os.environ["TRITON_CACHE_DIR"] == "/elsewhere"  # a user's choice stays
+
+
+def _gpu_limits():
+    from tritonbench_lab.env import device_limits
+
+    return device_limits("cuda")

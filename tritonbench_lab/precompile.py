@@ -1,0 +1,182 @@
+"""Compile the configs of a sweep in parallel before they are timed.
+
+On a GPU, compiling a config (about a second for a matmul tile) costs more than timing it,
+and the timing worker is one process. So before timing, a pool of processes (`--jobs`,
+default: the CPU cores) runs each config's launcher once with Triton's launches turned into
+compile-only warm-ups (`JITFunction.run(..., warmup=True)`: compiled, never launched). The
+kernels land in Triton's on-disk cache, from which the timing worker then loads them in
+milliseconds.
+
+Nothing here decides a row. A config that fails to compile in the pool fails again in the
+worker, which records it as now; a pool process that dies or hangs only loses the head start
+(the pool is stopped after `--compile-timeout` seconds without progress). Each config's
+compile seconds are kept and added to its row's `compile_s`. Triton's interpreter compiles
+nothing, so it has no pool.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonbench_lab.space import config_text
+
+# (kernel, sizes, dtype, seed, config text) of one task: what the pool compiles.
+Key = tuple[str, tuple[int, ...], str, int, str]
+
+
+@dataclass(frozen=True)
+class Job:
+    kernel: str
+    sizes: tuple[int, ...]
+    dtype: str
+    seed: int
+    config: dict
+
+    @classmethod
+    def of(cls, task) -> Job:
+        return cls(task.kernel, tuple(task.sizes), task.dtype, task.seed, dict(task.config))
+
+    @property
+    def key(self) -> Key:
+        return (self.kernel, self.sizes, self.dtype, self.seed, config_text(self.config))
+
+
+def pin_triton_cache_dir() -> None:
+    """Set TRITON_CACHE_DIR to Triton's own default when it is unset, before the pool and the
+    worker start (they inherit it). Inductor (the torch.compile baselines) otherwise points
+    it at a folder of its own in the worker the first time it compiles, and every config
+    compiled ahead is then compiled again (seen on the H200: 266 configs recompiled)."""
+    os.environ.setdefault("TRITON_CACHE_DIR", str(Path.home() / ".triton" / "cache"))
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# --- inside a pool process ----------------------------------------------------------------
+
+_inputs: dict = {}
+
+
+def _start(kernel_modules: tuple[str, ...]) -> None:
+    """Pool process initialiser: the GPU backend, the user's kernels, compile-only launches."""
+    os.environ["TRITON_INTERPRET"] = "0"
+    from triton.runtime.jit import JITFunction
+
+    from tritonbench_lab.kernels import load_kernel_module
+
+    for path in kernel_modules:
+        load_kernel_module(path)
+    launch = JITFunction.run
+
+    def compile_only(self, *args, grid, warmup, **kwargs):
+        return launch(self, *args, grid=grid, warmup=True, **kwargs)
+
+    JITFunction.run = compile_only
+
+
+def _compile(job: Job) -> tuple[Key, float, str]:
+    """(key, seconds, error or ''): run the launcher once, which here only compiles."""
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.spec import parse_dtype
+
+    start = time.perf_counter()
+    try:
+        spec = get_spec(job.kernel)
+        case = (job.kernel, job.sizes, job.dtype, job.seed)
+        if case not in _inputs:
+            _inputs.clear()  # one shape's inputs at a time
+            _inputs[case] = spec.make_inputs(spec.shape(*job.sizes), parse_dtype(job.dtype),
+                                             "cuda", job.seed)
+        inputs = _inputs[case]
+        spec.launch(inputs, job.config, spec.allocate_outputs(inputs))
+    except Exception as err:  # the worker meets it again and records it
+        return job.key, time.perf_counter() - start, f"{type(err).__name__}: {err}"[:200]
+    return job.key, time.perf_counter() - start, ""
+
+
+# --- in the sweep -------------------------------------------------------------------------
+
+@dataclass
+class Precompiled:
+    """What the pool did: compile seconds per job that compiled, and what went wrong."""
+
+    seconds: dict[Key, float] = field(default_factory=dict)
+    jobs: int = 0
+    failed: int = 0
+    first_error: str = ""
+    stopped: str = ""  # why the pool stopped early ("" when it finished)
+    wall_s: float = 0.0
+
+    def summary(self, processes: int) -> str:
+        text = (f"compiled {len(self.seconds)} of {self.jobs} configs ahead in "
+                f"{self.wall_s:.0f} s on {processes} processes")
+        if self.failed:
+            text += f"; {self.failed} failed there (first: {self.first_error})"
+        if self.stopped:
+            text += f"; stopped early: {self.stopped}"
+        return text
+
+
+def precompile(jobs: Iterable[Job], *, processes: int, kernel_modules: tuple[str, ...] = (),
+               stall_s: float = 120.0, progress: Callable[[int, int], None] | None = None,
+               compile_fn: Callable[[Job], tuple[Key, float, str]] = _compile,
+               start_fn: Callable[[tuple[str, ...]], None] = _start) -> Precompiled:
+    """Compile every job in a pool of `processes` (Precompiled.seconds: the job keys that
+    compiled). Jobs repeat nothing: a key given twice is compiled once. Stops early, keeping
+    what it has, when no job finishes for `stall_s` seconds or the pool breaks."""
+    unique = list({j.key: j for j in jobs}.values())
+    result = Precompiled(jobs=len(unique))
+    if not unique or processes < 1:
+        return result
+    began = time.monotonic()
+    done = result.seconds
+    context = multiprocessing.get_context("spawn")
+    pool = futures.ProcessPoolExecutor(max_workers=min(processes, len(unique)),
+                                       mp_context=context, initializer=start_fn,
+                                       initargs=(tuple(kernel_modules),))
+    finished = 0
+    try:
+        pending = {pool.submit(compile_fn, job) for job in unique}
+        while pending:
+            ready, pending = futures.wait(pending, timeout=stall_s,
+                                          return_when=futures.FIRST_COMPLETED)
+            if not ready:  # a compile that hangs: the worker meets it under its own deadline
+                result.stopped = f"no config finished compiling in {stall_s:g} s"
+                break
+            for future in ready:
+                finished += 1
+                try:
+                    key, seconds, error = future.result()
+                except futures.process.BrokenProcessPool as err:
+                    result.stopped = f"a pool process died ({err})"
+                    return result
+                except Exception as err:  # noqa: BLE001 - the pool is only a head start
+                    key, seconds, error = None, 0.0, f"{type(err).__name__}: {err}"
+                if error:
+                    result.failed += 1
+                    result.first_error = result.first_error or error
+                else:
+                    done[key] = seconds
+            if progress:
+                progress(finished, len(unique))
+    finally:
+        _stop(pool)
+        result.wall_s = time.monotonic() - began
+    return result
+
+
+def _stop(pool: futures.ProcessPoolExecutor) -> None:
+    processes = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:  # a hung compile would otherwise outlive the sweep
+        if process.is_alive():
+            process.kill()
+    for process in processes:
+        process.join(timeout=5)
