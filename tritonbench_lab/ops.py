@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from tritonbench_lab.kernels import matmul as _matmul
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import softmax as _softmax
-from tritonbench_lab.records import parse_config_text
+from tritonbench_lab.records import TORCH_OP, TRITON, parse_config_text
 from tritonbench_lab.shapes import shape_sizes, shape_text
 from tritonbench_lab.spec import triton_interpreting
 from tritonbench_lab.tuned import alignment_class, config_dir, current_gpu_slug, dtype_key, find
@@ -56,7 +56,7 @@ class Choice:
     kernel: str
     dtype: str
     shape: str
-    provider: str  # "triton" (tlab's kernel) or "torch" (the PyTorch op)
+    provider: str  # TRITON (tlab's kernel) or TORCH_OP (the PyTorch op), as rows name them
     config: dict | None  # the tuned config when provider is triton
     tuned_shape: str | None  # the row the decision rests on
     speedup: float | None  # the op's time / the kernel's, measured at tuned_shape
@@ -64,7 +64,7 @@ class Choice:
 
     @property
     def uses_triton(self) -> bool:
-        return self.provider == "triton"
+        return self.provider == TRITON
 
 
 def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
@@ -75,7 +75,7 @@ def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None
     name = dtype_key(dtype)
 
     def torch_op(reason: str, row=None, speedup=None) -> Choice:
-        return Choice(kernel, name, shape, "torch", None, row.shape if row else None, speedup,
+        return Choice(kernel, name, shape, TORCH_OP, None, row.shape if row else None, speedup,
                       reason)
 
     row = found.row
@@ -90,7 +90,7 @@ def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None
         if speedup <= 1.0:
             return torch_op(f"tuned here, and the PyTorch op was faster ({speedup:.2f}x)", row,
                             speedup)
-        return Choice(kernel, name, shape, "triton", parse_config_text(row.config), row.shape,
+        return Choice(kernel, name, shape, TRITON, parse_config_text(row.config), row.shape,
                       speedup, f"tuned here: {speedup:.2f}x the PyTorch op")
     if found.distance > math.log2(NEAR) + 1e-9:
         return torch_op(f"the nearest tuned shape {row.shape} is more than {NEAR:g}x away", row,
@@ -99,7 +99,7 @@ def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None
         return torch_op(f"at the nearest tuned shape {row.shape} tlab's kernel led by "
                         f"{speedup:.2f}x, less than the {NEAR_MARGIN:.2f}x a nearby shape needs",
                         row, speedup)
-    return Choice(kernel, name, shape, "triton", parse_config_text(row.config), row.shape,
+    return Choice(kernel, name, shape, TRITON, parse_config_text(row.config), row.shape,
                   speedup, f"nearest tuned shape {row.shape}: {speedup:.2f}x the PyTorch op there")
 
 
@@ -135,6 +135,15 @@ def _configs_changed(now: float) -> None:
         _file_state[1] = state
 
 
+def _key(kernel: str, dtype, sizes: tuple[int, ...], device: int) -> tuple:
+    return (kernel, dtype, sizes, device)
+
+
+def bound_launch(kernel: str, dtype, sizes: tuple[int, ...], device: int) -> Callable | None:
+    """The launcher ops bound for a call it has made (None: it calls the PyTorch op there)."""
+    return _plans[_key(kernel, dtype, sizes, device)]
+
+
 def _plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
           bind: Callable[[dict], Callable]) -> Callable | None:
     """The memoised choice for a call: a bound launch of tlab's kernel, or None for the
@@ -142,7 +151,7 @@ def _plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
     now = time.monotonic()
     if now - _file_state[0] >= RECHECK_S:
         _configs_changed(now)
-    key = (kernel, dtype, sizes, device)
+    key = _key(kernel, dtype, sizes, device)
     launch = _plans.get(key, False)
     if launch is not False:
         return launch

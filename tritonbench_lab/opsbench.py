@@ -81,7 +81,7 @@ def _host_us(fn: Callable[[], object]) -> float:
 
 
 def _calls(kernel: str, inputs: dict):
-    """(ops call, PyTorch op call, the bare call ops makes) for one kernel's inputs."""
+    """(ops call, PyTorch op call, sizes, the arguments ops hands its bound launcher)."""
     import torch
     import torch.nn.functional as F
 
@@ -89,24 +89,22 @@ def _calls(kernel: str, inputs: dict):
 
     if kernel == "matmul":
         a, b = inputs["a"], inputs["b"]
-        key = ("matmul", a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device())
-        return (lambda: ops.matmul(a, b)), (lambda: torch.matmul(a, b)), key, (a, b)
+        sizes = (a.shape[0], b.shape[1], a.shape[1])
+        return (lambda: ops.matmul(a, b)), (lambda: torch.matmul(a, b)), sizes, (a, b)
     if kernel == "softmax":
         x = inputs["x"]
-        key = ("softmax", x.dtype, tuple(x.shape), x.get_device())
-        return (lambda: ops.softmax(x)), (lambda: torch.softmax(x, -1)), key, (x,)
+        return (lambda: ops.softmax(x)), (lambda: torch.softmax(x, -1)), tuple(x.shape), (x,)
     x, w, eps = inputs["x"], inputs["weight"], inputs["eps"]
     r = inputs.get("residual")
-    key = (kernel, x.dtype, tuple(x.shape), x.get_device())
     if r is None:
         return ((lambda: ops.rmsnorm(x, w, eps)),
-                (lambda: F.rms_norm(x, (x.shape[1],), w, eps)), key, (x, w, eps))
+                (lambda: F.rms_norm(x, (x.shape[1],), w, eps)), tuple(x.shape), (x, w, eps))
 
     def torch_add():
         h = x + r
         return F.rms_norm(h, (h.shape[1],), w, eps), h
 
-    return (lambda: ops.rmsnorm(x, w, eps, residual=r)), torch_add, key, (x, w, eps, r)
+    return (lambda: ops.rmsnorm(x, w, eps, residual=r)), torch_add, tuple(x.shape), (x, w, eps, r)
 
 
 def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0) -> OpsRow:
@@ -120,9 +118,9 @@ def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0)
     spec = get_spec(kernel)
     dtype = parse_dtype(dtype_name)
     inputs = spec.make_inputs(spec.shape(*sizes), dtype, "cuda", seed)
-    ops_call, torch_call, key, args = _calls(kernel, inputs)
+    ops_call, torch_call, call_sizes, args = _calls(kernel, inputs)
     verdict = check(as_outputs(ops_call()), spec.reference(inputs), spec.tolerance[dtype])
-    launch = ops._plans[key]  # decided by the call above
+    launch = ops.bound_launch(kernel, dtype, call_sizes, 0)  # decided by the call above
     bare = (lambda: launch(*args)) if launch is not None else torch_call
     ops_ms = triton.testing.do_bench(ops_call, warmup=25, rep=100)
     torch_ms = triton.testing.do_bench(torch_call, warmup=25, rep=100)

@@ -5,6 +5,9 @@ Order (plan.py): dtype, then shape, then the baselines, then every config of the
 configs pruned before compiling get a `skipped` row with the reason. Triton caches each
 compiled config on disk, so a config compiles once per dtype and shape specialisation.
 
+On a GPU the configs to measure are first compiled in a pool of processes (precompile.py),
+so that the worker loads them from Triton's cache instead of compiling one after another.
+
 Then the leaders are confirmed: in a fresh worker process (new allocations, nothing left of
 the sweep), each shape's `confirm` fastest configs and every baseline are verified and timed
 again, and winners are chosen by these times (records.standing says why). Leaders that come

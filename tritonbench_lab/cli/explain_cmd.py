@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tritonbench_lab.cli.options import Dtypes, GpuName, KernelName, known_dtypes
+from tritonbench_lab.cli.options import Dtypes, KernelName, known_dtypes
 from tritonbench_lab.errors import TlabError
 
 
@@ -18,7 +18,10 @@ def explain(
         "(MxNxK for matmul, ROWSxCOLS for row kernels), e.g. 5000x5000x5000.",
         show_default=False)],
     dtype: Dtypes = None,
-    gpu_name: GpuName = None,
+    gpu_name: Annotated[str | None, typer.Option(
+        "--gpu-name", metavar="GPU", help="A GPU by its slug (e.g. nvidia-h200, as under "
+        "the configs folder). Default: every GPU with configs for KERNEL.",
+        show_default=False)] = None,
     root: Annotated[Path | None, typer.Option(
         "--root", metavar="DIR", help="Folder holding configs/. Default: the folder ops reads "
         "($TLAB_CONFIG_DIR, else this source tree's configs/, else the installed copy).",
@@ -42,9 +45,13 @@ def explain(
         raise TlabError(f"--shape {shape!r}: {kernel} shapes have {len(spec.dims)} sizes "
                         f"({'x'.join(spec.dims)})")
     folder = Layout(root).configs if root is not None else config_dir()
-    gpus = [gpu_name] if gpu_name else sorted(p.parent.name for p in folder.glob(f"*/{kernel}.csv"))
-    if not gpus:
+    found = sorted(p.parent.name for p in folder.glob(f"*/{kernel}.csv"))
+    if not found:
         raise TlabError(f"no configs for {kernel} under {str(folder)!r}: run `tlab sweep` first")
+    if gpu_name and gpu_name not in found:
+        raise TlabError(f"no configs for {kernel} of GPU {gpu_name!r} under {str(folder)!r}: "
+                        f"GPUs with some are {', '.join(found)}")
+    gpus = [gpu_name] if gpu_name else found
     print(f"tritonbench_lab.ops at {kernel} {shape} (configs: {folder})")
     for gpu in gpus:
         for name in known_dtypes(dtype) or _dtype_names(spec):

@@ -26,13 +26,15 @@ def ops_bench(
 
     from tritonbench_lab.opsbench import SHAPES, measure, report
 
-    if not torch.cuda.is_available():
-        raise TlabError("tlab ops-bench times GPU kernels and needs CUDA; none is visible")
     wanted = split_list(kernel)
     cases = [c for c in SHAPES if not wanted or c[0] in wanted]
     if not cases:
         raise TlabError(f"no ops-bench shapes for kernel(s) {', '.join(wanted)}: it covers "
                         f"{', '.join(dict.fromkeys(c[0] for c in SHAPES))}")
+    if out is not None and not out.parent.is_dir():
+        raise TlabError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist")
+    if not torch.cuda.is_available():
+        raise TlabError("tlab ops-bench times GPU kernels and needs CUDA; none is visible")
     rows = []
     with Progress(transient=True) as progress:
         task = progress.add_task("ops-bench", total=len(cases))
