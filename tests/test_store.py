@@ -293,3 +293,24 @@ def test_every_committed_file_reads_and_configs_hold_what_results_pick():
             rows = load_records(layout.results_file(slug, kernel))
             assert rows and all(r.kernel == kernel and r.gpu_slug == slug for r in rows)
             assert load_winners(layout.configs_file(slug, kernel)) == pick_winners(rows)
+
+
+def test_a_file_from_before_the_device_column_is_read_and_upgraded_by_the_next_append(path):
+    old_columns = [c for c in COLUMNS if c != "device"]
+    assert list(COLUMNS) == [*old_columns, "device"]  # added at the end, as ADDED_COLUMNS says
+    first, second = row(config="BLOCK=1"), row(config="BLOCK=2")
+    path.parent.mkdir(parents=True)
+    old_lines = [",".join(old_columns) + "\n", csv_line(first).decode().rsplit(",", 1)[0] + "\n"]
+    path.write_text("".join(old_lines))
+    assert load_records(path) == [first]  # the missing cell reads as the default
+    append_rows(path, [dataclasses.replace(second, device="cuda:1")])
+    assert path.read_text() == HEADER + csv_line(first).decode() + csv_line(
+        dataclasses.replace(second, device="cuda:1")).decode()
+    assert [r.device for r in load_records(path)] == ["", "cuda:1"]
+
+
+def test_a_header_missing_a_column_that_was_never_added_later_is_refused(path):
+    path.parent.mkdir(parents=True)
+    path.write_text(",".join(c for c in COLUMNS if c != "seed") + "\n")
+    with pytest.raises(TlabError, match="missing: seed"):
+        load_records(path)

@@ -48,10 +48,11 @@ def dtype_name_of(text: str) -> str | None:
     return key if key in DTYPE_NAMES else None
 
 
-# Which pass of a sweep measured a row.
-SWEEP = "sweep"  # the pass over the whole space
+# Which pass of a sweep measured a row, in the order they run (contenders.py says why).
+SWEEP = "sweep"  # the pass over the space (or what a search proposed): every config once
+CONTEND = "contend"  # a contender of a short first pass, timed again with the full budget
 CONFIRM = "confirm"  # a leader or baseline timed again in a fresh worker after its shape
-PHASES = (SWEEP, CONFIRM)
+PHASES = (SWEEP, CONTEND, CONFIRM)
 
 # How the times of a row were taken ("" when the row was not timed).
 DO_BENCH = "do_bench"  # triton.testing.do_bench: CUDA events, L2 flushed before every call
@@ -79,7 +80,7 @@ class Record:
     throughput: float | None  # at p50, in `metric` units
     metric: str  # "TFLOP/s" or "GB/s"
     compile_s: float | None  # first call (compile + load + run) in seconds
-    phase: str  # SWEEP or CONFIRM
+    phase: str  # SWEEP, CONTEND or CONFIRM
     method: str  # DO_BENCH, INTERPRETER, or "" when not timed
     warmup_ms: int | None  # do_bench's budgets; None for the interpreter or when not timed
     rep_ms: int | None
@@ -92,6 +93,9 @@ class Record:
     triton: str
     tlab: str  # tlab's version
     source: str  # hash of the kernel module's source: an edited kernel is measured again
+    # Which device of the machine measured the row ("cuda:0", "cpu:1" for the interpreter's
+    # stand-ins); empty in rows written before tlab recorded it (store.ADDED_COLUMNS).
+    device: str = ""
 
     @property
     def confirmed(self) -> bool:
@@ -238,16 +242,23 @@ def newest_toolchain(rows: list[Record]) -> list[Record]:
 
 def standing(rows: list[Record]) -> list[Record]:
     """The rows that speak for their configs (or baselines): for a resume key that has a
-    confirmation, only its newest confirmation; for any other key, all its rows.
+    confirmation, only its newest confirmation; else, when it has contend rows (a full-budget
+    time after a short first pass), those; for any other key, all its rows.
 
     Why: a sweep's fastest config is the minimum of many noisy times, so its own time is
     biased low, and times move between processes; its confirmation, timed in another
-    process after it was picked, is not chosen on its own noise. Order is kept."""
+    process after it was picked, is not chosen on its own noise. A first pass with a short
+    budget only ranks; its contenders' full-budget times replace it. Order is kept."""
+    rank = {SWEEP: 0, CONTEND: 1, CONFIRM: 2}
+    best: dict[tuple[str, ...], int] = {}
     newest: dict[tuple[str, ...], Record] = {}
     for r in rows:
+        key = r.key()
+        best[key] = max(best.get(key, 0), rank[r.phase])
         if r.confirmed:
-            newest[r.key()] = r  # rows are in file order: the later of equal keys is newer
-    return [r for r in rows if newest.get(r.key(), r) is r]
+            newest[key] = r  # rows are in file order: the later of equal keys is newer
+    return [r for r in rows if rank[r.phase] == best[r.key()]
+            and newest.get(r.key(), r) is r]
 
 
 def fastest(rows: list[Record]) -> Record | None:

@@ -30,6 +30,22 @@ from tritonbench_lab.records import Ceiling, Record, Winner, from_cells, to_cell
 _KIND = {Record: "results", Winner: "winners", Ceiling: "ceilings"}
 _cache: dict[tuple, list] = {}
 
+# Columns added at the end of a table after files of it existed, with the cell older rows
+# get. Such a file is read as if it had them; the first append rewrites it under the new
+# header (every row kept, the new cells filled in), so a file never mixes two layouts.
+ADDED_COLUMNS: dict[type, dict[str, str]] = {Record: {"device": ""}}
+
+
+def _older_layout(cls: type, header: list[str]) -> dict[str, str] | None:
+    """The cells to add to each row of a file whose header is `cls`'s without some of its
+    added columns; None when the header is neither that nor current."""
+    columns = columns_of(cls)
+    added = ADDED_COLUMNS.get(cls, {})
+    width = len(header)
+    if tuple(header) != columns[:width] or any(c not in added for c in columns[width:]):
+        return None
+    return {c: added[c] for c in columns[width:]}
+
 
 def columns_of(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
@@ -87,16 +103,17 @@ def _parse(path: Path, cls: type) -> list[Any]:
     if header is None:
         return []
     columns = columns_of(cls)
-    if tuple(header) != columns:
+    filled = _older_layout(cls, header)
+    if filled is None:
         missing = [c for c in columns if c not in header]
         raise TlabError(f"{str(path)!r} is not a tlab {_KIND[cls]} file: its header does not "
                         f"match results/SCHEMA.md (missing: {', '.join(missing) or 'none'})")
     rows = []
     for number, values in enumerate(reader, start=2):
         try:
-            if len(values) != len(columns):
-                raise ValueError(f"{len(values)} fields, expected {len(columns)}")
-            rows.append(from_cells(cls, dict(zip(columns, values, strict=True))))
+            if len(values) != len(header):
+                raise ValueError(f"{len(values)} fields, expected {len(header)}")
+            rows.append(from_cells(cls, {**dict(zip(header, values, strict=True)), **filled}))
         except ValueError as err:
             raise TlabError(f"{str(path)!r} line {number}: {err}") from err
     return rows
@@ -151,6 +168,7 @@ def append_rows(path: Path, rows: Iterable[Any]) -> None:
     rows = list(rows)
     if not rows:
         return
+    cls = type(rows[0])
     lines = "".join(_line(to_cells(r)) for r in rows)
     path = Path(path)
     make_folder(path.parent)
@@ -158,14 +176,37 @@ def append_rows(path: Path, rows: Iterable[Any]) -> None:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             _cut_partial_tail(handle)
+            _upgrade_layout(handle, cls, path)
             handle.seek(0, os.SEEK_END)
             if handle.tell() == 0:
-                handle.write(_line(list(columns_of(type(rows[0])))).encode())
+                handle.write(_line(list(columns_of(cls))).encode())
             handle.write(lines.encode())
             handle.flush()
             os.fsync(handle.fileno())
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _upgrade_layout(handle, cls: type, path: Path) -> None:
+    """Under the append lock: rewrite a file of an older layout (ADDED_COLUMNS) in place
+    with the current header, each row given the added cells. In place, not by rename, so
+    that every writer keeps locking the same file."""
+    handle.seek(0)
+    text = handle.read().decode("utf-8")
+    if not text:
+        return
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader)
+    filled = _older_layout(cls, header)
+    if filled is None or not filled:
+        return  # current layout (a foreign one was refused before anything ran)
+    extra = list(filled.values())
+    upgraded = _line(list(columns_of(cls))) + "".join(_line(row + extra) for row in reader)
+    handle.seek(0)
+    handle.truncate()
+    handle.write(upgraded.encode())
+    handle.flush()
+    os.fsync(handle.fileno())
 
 
 def write_table(path: Path, rows: list[Any], cls: type) -> None:

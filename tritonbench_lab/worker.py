@@ -54,6 +54,7 @@ class Task:
     dtype: str
     config: dict[str, int] = field(default_factory=dict)
     seed: int = 0
+    bench: BenchOptions | None = None  # this task's do_bench budget; None: the worker's
 
 
 @dataclass
@@ -157,7 +158,7 @@ class _Child:
             return Outcome(WRONG_RESULT, verdict.detail, verdict.max_abs_error,
                            compile_s=compile_s)
         try:
-            p20, p50, p80 = time_call(call, self.bench, self.interpreting)
+            p20, p50, p80 = time_call(call, task.bench or self.bench, self.interpreting)
             sync()
         except Exception as err:
             return Outcome(CRASH, "while timing: " + one_line(err), verdict.max_abs_error,
@@ -168,10 +169,13 @@ class _Child:
         return Outcome(status, verdict.detail, verdict.max_abs_error, p20, p50, p80, compile_s)
 
 
-def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: int) -> None:
+def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: int,
+           visible: str | None = None) -> None:
     # Ctrl-C reaches the whole process group: the parent handles it and stops this child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
+    if visible is not None:  # before CUDA starts (torch starts it lazily): this GPU alone
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible
     try:
         child = _Child(tuple(kernel_modules), bench,
                        notify=lambda: outbox.put(("first_call_done", None)))
@@ -204,8 +208,11 @@ class Worker:
     """A child process that runs Tasks one at a time; restarted after a crash or timeout."""
 
     def __init__(self, interpret: bool, kernel_modules: tuple[str, ...] = (),
-                 bench: BenchOptions | None = None):
+                 bench: BenchOptions | None = None, visible: str | None = None):
+        """`visible`: the CUDA_VISIBLE_DEVICES of the child (one GPU of several); None:
+        inherit the parent's."""
         self.interpret = interpret
+        self.visible = visible
         self.kernel_modules = tuple(str(p) for p in kernel_modules)
         self.bench = bench or BenchOptions()
         self._context = multiprocessing.get_context("spawn")
@@ -218,7 +225,7 @@ class Worker:
         self._process = self._context.Process(
             target=_serve,
             args=(self._inbox, self._outbox, self.kernel_modules, self.bench, self.interpret,
-                  os.getpid()),
+                  os.getpid(), self.visible),
             daemon=True,
         )
         self._process.start()
