@@ -97,10 +97,12 @@ class ScriptedWorker:
     def __init__(self, times: dict[str, list[float]], log: list[str]):
         self.times = {k: list(v) for k, v in times.items()}
         self.log = log
+        self.budgets: list = []  # each task's do_bench budget
 
     def run(self, task, timeouts) -> Outcome:
         name = task.provider if task.provider != TRITON else f"w={task.config['num_warps']}"
         self.log.append(name)
+        self.budgets.append(task.bench)
         p50 = self.times[name].pop(0)
         return Outcome(OK, "", 0.0, p50, p50, p50, 0.1)
 
@@ -112,19 +114,21 @@ def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, **option
     import torch
     from test_sweep import request_for
 
+    from tritonbench_lab import devices
     from tritonbench_lab import sweep as sweep_mod
     from tritonbench_lab.kernels.softmax import SPEC
     from tritonbench_lab.store import load_records, load_winners
 
     log: list[str] = []
     worker = ScriptedWorker(times, log)  # the same script across the fresh worker
+    if budgets is not None:
+        worker.budgets = budgets
 
-    def make_worker(interpret, kernel_modules, bench):
-        if budgets is not None:
-            budgets.append(bench)
+    def make_worker(interpret, kernel_modules, bench, visible=None):
+        log.append("new")
         return worker
 
-    monkeypatch.setattr(sweep_mod, "Worker", make_worker)
+    monkeypatch.setattr(devices, "Worker", make_worker)
     space = SPEC.space.narrow({"ROWS": (1,), "num_warps": WIDTHS, "PER_SM": (0,),
                                "SPLIT": (1,)})
     request = dataclasses.replace(
@@ -144,9 +148,10 @@ def test_leaders_are_retimed_in_a_fresh_worker_and_slow_ones_let_the_next_in(
     # first times, then confirmations: w=1 and w=2 were lucky, w=4 and w=8 are steady.
     times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
     log, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2)
-    sweep_part = [*BASELINES, "w=1", "w=2", "w=4", "w=8"]
-    assert log[:len(sweep_part) + 1] == [*sweep_part, "stop"]  # a fresh worker from here
-    assert log[len(sweep_part) + 1:-1] == ["w=1", "w=2", *BASELINES, "w=4", "w=8"]
+    sweep_part = ["new", *BASELINES, "w=1", "w=2", "w=4", "w=8"]
+    assert log[:len(sweep_part) + 1] == [*sweep_part, "new"]  # a fresh worker from here
+    assert log[len(sweep_part) + 1:-2] == ["w=1", "w=2", *BASELINES, "w=4", "w=8"]
+    assert log[-2:] == ["stop", "stop"]  # both workers stopped at the end
     confirmations = [r for r in rows if r.confirmed]
     assert len(confirmations) == 4 + len(BASELINES)
     assert {r.run_id for r in rows} == {confirmations[0].run_id}
@@ -165,7 +170,8 @@ def test_confirmations_take_their_own_budget_and_rows_record_it(tmp_path, monkey
     # interpret=False: rows carry do_bench budgets (the worker is scripted, nothing runs)
     _, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2, budgets=budgets,
                                      bench=short, confirm_bench=full, interpret=False)
-    assert budgets == [short, full]  # the fresh worker gets the confirmations' budget
+    # The sweep's tasks take --rep-ms, the confirmations theirs.
+    assert budgets == [short] * (len(BASELINES) + 4) + [full] * (len(BASELINES) + 4)
     assert {(r.phase, r.method, r.rep_ms) for r in rows} == {
         ("sweep", "do_bench", 5), ("confirm", "do_bench", 100)}
     assert winner.p50_ms == 1.04 and winner.rep_ms == 100
@@ -176,7 +182,7 @@ def test_rounds_are_capped_and_the_winner_is_still_a_confirmed_config(tmp_path, 
     times |= {f"w={w}": [1.0 + w / 100, 9.0 - w / 100] for w in WIDTHS}  # every one slower
     log, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=1)
     # Two rounds (1 + confirm): w=1 with the baselines, then w=2; w=4 stays unconfirmed.
-    assert log[log.index("stop") + 1:-1] == ["w=1", *BASELINES, "w=2"]
+    assert log[log.index("new", 1) + 1:-2] == ["w=1", *BASELINES, "w=2"]
     assert winner.p50_ms == 9.0 - 2 / 100 and "num_warps=2" in winner.config
 
 
@@ -189,7 +195,7 @@ def test_a_finished_sweep_run_again_confirms_nothing(tmp_path, monkeypatch):
     results = tmp_path / "results" / "interpreter" / "softmax.csv"
     before = results.read_bytes()
     log, _, _ = scripted_sweep(tmp_path, monkeypatch, {}, confirm=1)
-    assert [entry for entry in log if entry != "stop"] == []
+    assert [entry for entry in log if entry not in ("stop", "new")] == []
     assert results.read_bytes() == before
 
 
@@ -207,7 +213,8 @@ def test_a_sweep_cut_short_while_confirming_is_confirmed_by_the_next_run(
         tmp_path, monkeypatch, {"w=2": [1.25], "w=4": [1.04], "w=8": [1.10],
                                 **{b: [2.2] for b in BASELINES}}, confirm=2)
     # w=1 came out slow (1.30): w=2 and w=4 lead now; then w=2 is slow too and w=8 enters.
-    assert [entry for entry in log if entry != "stop"] == ["w=2", "w=4", *BASELINES, "w=8"]
+    assert [entry for entry in log if entry not in ("stop", "new")] == [
+        "w=2", "w=4", *BASELINES, "w=8"]
     assert winner.p50_ms == 1.04
 
 

@@ -69,23 +69,48 @@ def test_the_sweep_compiles_ahead_only_triton_configs_on_a_gpu(monkeypatch):
     from tritonbench_lab import sweep
     from tritonbench_lab.worker import Task
 
-    got = []
-    from tritonbench_lab.precompile import Precompiled
+    made = []
 
-    answer = Precompiled(seconds={"x": 1}, jobs=1)
-    monkeypatch.setattr(sweep, "precompile", lambda js, **kw: got.append((js, kw)) or answer)
-    tasks = [Task("k", "torch", (64,), "fp32", {}, 0),
-             Task("k", "triton", (64,), "fp32", {"BLOCK": 16}, 0)]
+    class FakePool:
+        def __init__(self, processes, **options):
+            self.submitted = []
+            made.append((self, processes, options))
+
+        def submit(self, jobs):
+            self.submitted += list(jobs)
+
+    monkeypatch.setattr(sweep, "CompilePool", FakePool)
+    tasks = [Task("k", "triton", (64,), "fp32", {"BLOCK": 16}, 0),
+             Task("k", "triton", (64,), "fp32", {"BLOCK": 32}, 0)]
     request = SimpleNamespace(interpret=False, jobs=8, kernel_modules=("m.py",),
                               timeouts=SimpleNamespace(first_call_s=50.0))
-    assert sweep.compile_ahead(request, tasks, sweep.SweepEvents()) is answer
-    (given, options), = got
-    assert [j.config for j in given] == [{"BLOCK": 16}]
-    assert options["processes"] == 8 and options["stall_s"] == 50.0
-    assert options["kernel_modules"] == ("m.py",)
+    pool = sweep.start_pool(request, tasks, sweep.SweepEvents())
+    ((made_pool, processes, options),) = made
+    assert pool is made_pool and processes == 8
+    assert [j.config for j in pool.submitted] == [{"BLOCK": 16}, {"BLOCK": 32}]  # timing order
+    assert options["stall_s"] == 50.0 and options["kernel_modules"] == ("m.py",)
     for interpret, count in ((True, 8), (False, 1)):
         request.interpret, request.jobs = interpret, count
-        assert sweep.compile_ahead(request, tasks, sweep.SweepEvents()).seconds == {}
+        assert sweep.start_pool(request, tasks, sweep.SweepEvents()) is None
+
+
+def test_a_pool_that_lives_for_the_sweep_compiles_batches_as_they_come():
+    from tritonbench_lab.precompile import CompilePool
+
+    seen = []
+    pool = CompilePool(2, compile_fn=fake_compile, start_fn=fake_start,
+                       progress=lambda d, t: seen.append((d, t)))
+    try:
+        pool.submit(jobs(16, 13))
+        assert pool.wait(jobs(16)[0].key) == 0.016
+        assert pool.wait(jobs(13)[0].key) is None  # failed: the worker meets the error
+        pool.submit(jobs(32, 16))  # a later batch; 16 is not compiled twice
+        assert pool.wait(jobs(32)[0].key) == 0.032
+        assert pool.wait(jobs(64)[0].key) is None  # never submitted
+    finally:
+        pool.close()
+    assert pool.result.jobs == 3 and pool.result.failed == 1
+    assert max(seen) == (3, 3)
 
 
 @pytest.mark.gpu

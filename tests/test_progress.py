@@ -1,5 +1,6 @@
 """The sweep's progress bar: counts, the attempt in flight, and an ETA from measured attempts."""
 
+import dataclasses
 import io
 
 from rich.console import Console
@@ -18,21 +19,38 @@ def test_skipped_rows_do_not_shorten_the_eta_and_counts_add_up(monkeypatch):
     clock = iter([0.0, 10.0, 10.0, 30.0])  # two measured attempts of 10 s and 20 s
     monkeypatch.setattr("tritonbench_lab.cli.progress.time.monotonic", lambda: next(clock))
     progress = SweepProgress("softmax", Console(file=io.StringIO(), width=200))
-    progress.planned(to_measure=4, to_skip=100, already_done=0)
+    progress.planned(to_measure=4, to_skip=100, already_done=0, devices=1)
     fields = progress.progress.tasks[0].fields
     assert fields["eta"] == "?"  # nothing measured yet: no guess
     for _ in range(50):  # instant pruned rows
         progress.finished(record("skipped"))
     assert progress.progress.tasks[0].fields["eta"] == "?"
     task = Task("softmax", "triton", (64, 1024), "fp32", {"ROWS": 1, "num_warps": 4})
-    progress.started(task, "sweep")
-    assert "64x1024 measuring ROWS=1 w=4" in progress.progress.tasks[0].description
+    progress.started(task, "sweep", "")
+    assert "64x1024 timing ROWS=1 w=4" in progress.progress.tasks[0].description
     progress.finished(record("ok"))
-    progress.started(task, "sweep")
+    progress.started(task, "sweep", "")
     progress.finished(record("wrong_result"))
     fields = progress.progress.tasks[0].fields
     assert fields["eta"] == "0:00:30"  # 2 left at the mean of 15 s, whatever the skips
-    assert fields["counts"] == "1 ok 1 failed 50 skipped"
-    progress.confirming(3)
+    assert fields["counts"] == "1 ok 1 failed 50 skipped | first pass 2/4"
+    progress.queued(3, "confirm")  # not measured yet: at the mean of what was
     assert progress.progress.tasks[0].total == 107
     assert progress.progress.tasks[0].fields["eta"] == "0:01:15"
+
+
+def test_each_phase_is_estimated_at_its_own_mean_and_devices_share_the_work(monkeypatch):
+    clock = iter([0.0, 1.0, 1.0, 11.0])  # a first-pass attempt of 1 s, a contender of 10 s
+    monkeypatch.setattr("tritonbench_lab.cli.progress.time.monotonic", lambda: next(clock))
+    progress = SweepProgress("matmul", Console(file=io.StringIO(), width=200))
+    progress.planned(to_measure=11, to_skip=0, already_done=0, devices=2)
+    task = Task("matmul", "triton", (64, 64, 64), "fp32", {"BLOCK_M": 16})
+    progress.started(task, "sweep", "cpu:0")
+    assert "on cpu:0" in progress.progress.tasks[0].description
+    progress.finished(dataclasses.replace(record("ok"), device="cpu:0"))
+    progress.queued(3, "contend")
+    progress.started(task, "contend", "cpu:1")
+    progress.finished(dataclasses.replace(record("ok"), phase="contend", device="cpu:1"))
+    # 10 first-pass attempts left at 1 s, 2 contenders at 10 s, over 2 devices.
+    assert progress.eta_seconds() == (10 * 1.0 + 2 * 10.0) / 2
+    assert "first pass 1/11, contenders 1/3" in progress.progress.tasks[0].fields["counts"]

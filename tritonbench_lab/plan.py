@@ -21,7 +21,7 @@ from pathlib import Path
 from tritonbench_lab.env import Fingerprint
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.layout import Layout
-from tritonbench_lab.records import CONFIRM, KEY_COLUMNS, TRITON, Record
+from tritonbench_lab.records import CONFIRM, KEY_COLUMNS, SWEEP, TRITON, Record
 from tritonbench_lab.space import DeviceLimits, Space, config_text, load_space
 from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype
 from tritonbench_lab.store import check_appendable
@@ -55,11 +55,24 @@ class SweepRequest:
     confirm: int = 3  # leaders per shape re-timed in a fresh worker; 0: none
     jobs: int = 0  # processes compiling configs ahead of timing (precompile.py); < 2: none
     confirm_bench: BenchOptions | None = None  # the confirmations' budget; None: `bench`
+    # The first pass's budget (`--first-rep-ms`): every config is timed with it, then only
+    # the contenders with `bench` (contenders.py). None: every config gets `bench`.
+    first_bench: BenchOptions | None = None
+    search: str = "exhaustive"  # search.SEARCHES: which configs of the space are timed
+    search_budget: int | None = None  # most configs a search times per shape; None: its own
+    devices: tuple[str, ...] = ()  # devices.parse_gpus labels; empty: the one default device
+    backend: str = "local"  # or "ray" (raydevices.py)
+    ray_address: str | None = None
 
-    def bench_for(self, phase: str) -> BenchOptions:
-        """The do_bench budget of a phase: a short first pass may hand its leaders a longer
-        one (`--confirm-rep-ms`)."""
-        return self.confirm_bench if phase == CONFIRM and self.confirm_bench else self.bench
+    def bench_for(self, phase: str, provider: str = TRITON) -> BenchOptions:
+        """The do_bench budget of a phase: the first pass over the configs takes
+        `first_bench` when there is one, its contenders and the baselines `bench`, the
+        confirmations `confirm_bench` (`--confirm-rep-ms`) when given."""
+        if phase == CONFIRM and self.confirm_bench:
+            return self.confirm_bench
+        if phase == SWEEP and provider == TRITON and self.first_bench:
+            return self.first_bench
+        return self.bench
 
     @property
     def layout(self) -> Layout:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import concurrent.futures as futures
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -124,59 +125,113 @@ class Precompiled:
         return text
 
 
+class CompilePool:
+    """A pool of compile processes that lives for one sweep: jobs are submitted in the order
+    they will be timed (all of an exhaustive sweep at once, a search's batches as they are
+    proposed), and the sweep waits for a config's own compile just before timing it, so
+    compiling overlaps timing. Thread-safe: several device threads may wait at once."""
+
+    def __init__(self, processes: int, *, kernel_modules: tuple[str, ...] = (),
+                 stall_s: float = 120.0, progress: Callable[[int, int], None] | None = None,
+                 compile_fn: Callable[[Job], tuple[Key, float, str]] = _compile,
+                 start_fn: Callable[[tuple[str, ...]], None] = _start):
+        self.processes = max(1, processes)
+        self.stall_s = stall_s
+        self.progress = progress
+        self.result = Precompiled()
+        self._compile_fn = compile_fn
+        self._futures: dict[Key, futures.Future] = {}
+        self._lock = threading.Lock()
+        self._began = time.monotonic()
+        self._finished = 0
+        self._pool = futures.ProcessPoolExecutor(
+            max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
+            initializer=start_fn, initargs=(tuple(kernel_modules),))
+
+    def submit(self, jobs: Iterable[Job]) -> None:
+        """Queue jobs not seen before (a key given twice is compiled once)."""
+        with self._lock:
+            if self.result.stopped:
+                return
+            for job in jobs:
+                if job.key not in self._futures:
+                    future = self._pool.submit(self._compile_fn, job)
+                    future.add_done_callback(self._record)
+                    self._futures[job.key] = future
+                    self.result.jobs += 1
+
+    def _record(self, future: futures.Future) -> None:
+        try:
+            key, seconds, error = future.result()
+        except futures.CancelledError:
+            return
+        except futures.process.BrokenProcessPool as err:
+            key, seconds, error = None, 0.0, ""
+            self.result.stopped = self.result.stopped or f"a pool process died ({err})"
+        except Exception as err:  # noqa: BLE001 - the pool is only a head start
+            key, seconds, error = None, 0.0, f"{type(err).__name__}: {err}"
+        with self._lock:
+            self._finished += 1
+            if error:
+                self.result.failed += 1
+                self.result.first_error = self.result.first_error or error
+            elif key is not None:
+                self.result.seconds[key] = seconds
+            self.result.wall_s = time.monotonic() - self._began
+            finished, total = self._finished, self.result.jobs
+        if self.progress:
+            self.progress(finished, total)
+
+    def wait(self, key: Key) -> float | None:
+        """This job's compile seconds once it is compiled; None when it was never
+        submitted, failed (the worker meets the error itself), or did not finish within
+        `stall_s` (then the pool is stopped: the worker compiles under its own deadline)."""
+        future = self._futures.get(key)
+        if future is None or self.result.stopped:
+            return None
+        try:
+            _, seconds, error = future.result(timeout=self.stall_s)
+        except futures.TimeoutError:
+            self.result.stopped = self.result.stopped or (
+                f"no config finished compiling in {self.stall_s:g} s")
+            self.close()
+            return None
+        except Exception:  # noqa: BLE001 - recorded by _record
+            return None
+        return None if error else seconds
+
+    def drain(self) -> Precompiled:
+        """Wait for every submitted job (each under the stall deadline), then stop."""
+        for key in list(self._futures):
+            if self.result.stopped:
+                break
+            self.wait(key)
+        self.close()
+        return self.result
+
+    def close(self) -> None:
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:  # a hung compile would otherwise outlive the sweep
+            if process.is_alive():
+                process.kill()
+        for process in processes:
+            process.join(timeout=5)
+        self.result.wall_s = time.monotonic() - self._began
+
+
 def precompile(jobs: Iterable[Job], *, processes: int, kernel_modules: tuple[str, ...] = (),
                stall_s: float = 120.0, progress: Callable[[int, int], None] | None = None,
                compile_fn: Callable[[Job], tuple[Key, float, str]] = _compile,
                start_fn: Callable[[tuple[str, ...]], None] = _start) -> Precompiled:
-    """Compile every job in a pool of `processes` (Precompiled.seconds: the job keys that
-    compiled). Jobs repeat nothing: a key given twice is compiled once. Stops early, keeping
-    what it has, when no job finishes for `stall_s` seconds or the pool breaks."""
+    """Compile every job in a pool of `processes` and wait for all (Precompiled.seconds: the
+    job keys that compiled). Stops early, keeping what it has, when no job finishes for
+    `stall_s` seconds or the pool breaks."""
     unique = list({j.key: j for j in jobs}.values())
-    result = Precompiled(jobs=len(unique))
     if not unique or processes < 1:
-        return result
-    began = time.monotonic()
-    done = result.seconds
-    context = multiprocessing.get_context("spawn")
-    pool = futures.ProcessPoolExecutor(max_workers=min(processes, len(unique)),
-                                       mp_context=context, initializer=start_fn,
-                                       initargs=(tuple(kernel_modules),))
-    finished = 0
-    try:
-        pending = {pool.submit(compile_fn, job) for job in unique}
-        while pending:
-            ready, pending = futures.wait(pending, timeout=stall_s,
-                                          return_when=futures.FIRST_COMPLETED)
-            if not ready:  # a compile that hangs: the worker meets it under its own deadline
-                result.stopped = f"no config finished compiling in {stall_s:g} s"
-                break
-            for future in ready:
-                finished += 1
-                try:
-                    key, seconds, error = future.result()
-                except futures.process.BrokenProcessPool as err:
-                    result.stopped = f"a pool process died ({err})"
-                    return result
-                except Exception as err:  # noqa: BLE001 - the pool is only a head start
-                    key, seconds, error = None, 0.0, f"{type(err).__name__}: {err}"
-                if error:
-                    result.failed += 1
-                    result.first_error = result.first_error or error
-                else:
-                    done[key] = seconds
-            if progress:
-                progress(finished, len(unique))
-    finally:
-        _stop(pool)
-        result.wall_s = time.monotonic() - began
-    return result
-
-
-def _stop(pool: futures.ProcessPoolExecutor) -> None:
-    processes = list(getattr(pool, "_processes", {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:  # a hung compile would otherwise outlive the sweep
-        if process.is_alive():
-            process.kill()
-    for process in processes:
-        process.join(timeout=5)
+        return Precompiled(jobs=len(unique))
+    pool = CompilePool(min(processes, len(unique)), kernel_modules=kernel_modules,
+                       stall_s=stall_s, progress=progress, compile_fn=compile_fn,
+                       start_fn=start_fn)
+    pool.submit(unique)
+    return pool.drain()

@@ -1,41 +1,51 @@
-"""The sweep: run every planned task not measured before in the worker child, append one row
-per attempt, confirm the leaders, write the winners.
+"""The sweep: per dtype and shape, time the baselines and the configs of the space, give
+the contenders of a short first pass the full budget, confirm the leaders, write the winners.
 
-Order (plan.py): dtype, then shape, then the baselines, then every config of the space;
-configs pruned before compiling get a `skipped` row with the reason. Triton caches each
-compiled config on disk, so a config compiles once per dtype and shape specialisation.
+Per dtype and shape (a pipeline, schedule.py), on one or more devices (devices.py):
+1. the baselines, with the full budget (`--rep-ms`), on the shape's home device;
+2. configs pruned before compiling get a `skipped` row with the reason;
+3. the first pass: every config of the space (or those a `--search` strategy proposes, in
+   batches, search.py), verified and timed with the first pass's budget (`--first-rep-ms`;
+   without one, the full budget), spread over every device;
+4. the contenders (contenders.py): the configs whose first-pass time could plausibly beat
+   the leader's, timed again with the full budget on the home device (phase `contend`);
+5. the confirmation: in a fresh worker process on the home device (new allocations, nothing
+   left of the sweep), the `confirm` fastest configs and every baseline are verified and
+   timed again, and winners are chosen by these times (records.standing says why). Leaders
+   that come out slower let the next configs into the top `confirm`, confirmed in turn, for
+   at most `confirm` more rounds. A shape is confirmed when this run measured it, or when
+   its confirmation never finished (its baselines have none): a finished sweep run again
+   measures nothing.
 
-On a GPU the configs to measure are first compiled in a pool of processes (precompile.py),
-so that the worker loads them from Triton's cache instead of compiling one after another.
-
-Then the leaders are confirmed: in a fresh worker process (new allocations, nothing left of
-the sweep), each shape's `confirm` fastest configs and every baseline are verified and timed
-again, and winners are chosen by these times (records.standing says why). Leaders that come
-out slower let the next configs into the top `confirm`, which are confirmed in turn, for at
-most `confirm` more rounds. A shape is confirmed when this run measured it, or when its
-confirmation never finished (its baselines have none): a finished sweep run again measures
-nothing.
+On a GPU the configs are compiled in a pool of processes (precompile.CompilePool) in the
+order they will be timed, and each is timed once its own compile is done, so compiling
+overlaps timing and the worker loads every kernel from Triton's cache.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tritonbench_lab.contenders import contended, contenders
+from tritonbench_lab.devices import make_devices
 from tritonbench_lab.plan import (
+    Planned,
     SweepRequest,
     check_request,
     is_same_toolchain,
     plan,
     task_key,
 )
-from tritonbench_lab.precompile import Job, Precompiled, pin_triton_cache_dir, precompile
+from tritonbench_lab.precompile import CompilePool, Job, pin_triton_cache_dir
 from tritonbench_lab.records import (
     CONFIRM,
+    CONTEND,
     OK,
     SKIPPED,
     SWEEP,
@@ -45,35 +55,38 @@ from tritonbench_lab.records import (
     parse_config_text,
     standing,
 )
+from tritonbench_lab.schedule import Batch, Pipeline, Scheduler
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import config_text
-from tritonbench_lab.spec import dtype_name, parse_dtype, throughput
+from tritonbench_lab.spec import parse_dtype, throughput
 from tritonbench_lab.store import append_rows, load_records, write_table
 from tritonbench_lab.tuned import clear_cache, lookup
 from tritonbench_lab.winners import pick_winners
-from tritonbench_lab.worker import Outcome, Task, Worker
+from tritonbench_lab.worker import Outcome, Task
 
 
 class SweepEvents:
-    """What a sweep reports while it runs (the CLI draws a progress bar from these)."""
+    """What a sweep reports while it runs (the CLI draws a progress bar from these). Called
+    from the devices' threads when there are several: implementations must be thread-safe
+    (the sweep calls them under one lock)."""
 
-    def planned(self, to_measure: int, to_skip: int, already_done: int) -> None:
-        """The tasks of this run: measured ones, pruned ones (instant), and earlier ones."""
+    def planned(self, to_measure: int, to_skip: int, already_done: int, devices: int) -> None:
+        """The tasks known at the start: measured ones, pruned ones (instant), earlier ones."""
 
-    def started(self, task: Task, phase: str) -> None:
-        """A task went to the worker."""
+    def queued(self, count: int, phase: str) -> None:
+        """`count` more tasks to measure: a search's proposals, contenders, confirmations."""
+
+    def started(self, task: Task, phase: str, device: str) -> None:
+        """A task went to a device's worker."""
 
     def finished(self, record: Record) -> None:
         """Its row was written."""
 
     def compiling(self, done: int, total: int) -> None:
-        """The compile pool has compiled `done` of `total` configs (precompile.py)."""
+        """The compile pool has compiled `done` of the `total` configs given to it so far."""
 
     def compiled(self, summary: str) -> None:
         """The compile pool finished: what it did, in a sentence."""
-
-    def confirming(self, count: int) -> None:
-        """`count` more tasks: leaders and baselines to time again in a fresh worker."""
 
 
 @dataclass
@@ -93,13 +106,14 @@ def new_run_id() -> str:
 
 
 def make_record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome,
-                phase: str = SWEEP) -> Record:
+                phase: str = SWEEP, device: str = "") -> Record:
     spec = request.spec
     shape = spec.shape(*task.sizes)
     timed = outcome.p50_ms is not None
     value = throughput(spec.cost(shape, parse_dtype(task.dtype)), spec.metric,
                        outcome.p50_ms) if timed else None
-    timing = request.bench_for(phase).columns(request.interpret) if timed else {
+    bench = task.bench or request.bench_for(phase, task.provider)
+    timing = bench.columns(request.interpret) if timed else {
         "method": "", "warmup_ms": None, "rep_ms": None}
     return Record(
         run_id=run_id,
@@ -109,7 +123,7 @@ def make_record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome
         max_abs_error=outcome.max_abs_error, p20_ms=outcome.p20_ms, p50_ms=outcome.p50_ms,
         p80_ms=outcome.p80_ms, throughput=value, metric=spec.metric,
         compile_s=outcome.compile_s, phase=phase, **timing, seed=task.seed,
-        **asdict(request.fingerprint), source=request.source,
+        **asdict(request.fingerprint), source=request.source, device=device,
     )
 
 
@@ -138,94 +152,186 @@ def confirmation_unfinished(rows: list[Record]) -> bool:
     return not confirmed or any(p != TRITON and p not in confirmed for p in timed)
 
 
-def confirm_leaders(request: SweepRequest, rows: list[Record], measured_now: set,
-                    events: SweepEvents, measure: Callable[[Task], Record]) -> None:
-    """Per dtype and shape that needs it (module docstring): rounds of leaders_to_confirm
-    until the `confirm` fastest are all confirmed, at most 1 + `confirm` rounds."""
-    for dtype in request.dtypes:
-        for shape in request.shapes:
-            key = (dtype_name(dtype), str(shape))
-            mine = [r for r in rows if (r.dtype, r.shape) == key]
-            if key not in measured_now and not confirmation_unfinished(mine):
-                continue
-            for _ in range(1 + request.confirm):
-                leaders = leaders_to_confirm(mine, request.confirm)
-                if not leaders:
-                    break
-                events.confirming(len(leaders))
-                for row in leaders:
-                    mine.append(measure(Task(request.spec.name, row.provider, shape.sizes,
-                                             row.dtype, parse_config_text(row.config),
-                                             request.seed)))
+class _Run:
+    """One invocation's state: the rows so far per shape, the writer, the compile pool."""
+
+    def __init__(self, request: SweepRequest, events: SweepEvents, existing: list[Record]):
+        self.request = request
+        self.events = events
+        self.run_id = new_run_id()
+        self.records: list[Record] = []  # written by this run
+        self.done = {r.key() for r in existing}
+        # With --fresh only this run's rows compete; otherwise every row of this toolchain.
+        self.rows: dict[tuple[str, str], list[Record]] = {}
+        for r in existing:
+            if is_same_toolchain(request, r):
+                self.rows.setdefault((r.dtype, r.shape), []).append(r)
+        self.measured_now: set[tuple[str, str]] = set()
+        self.pool: CompilePool | None = None
+        self.lock = threading.Lock()
+        self.stopping = False
+
+    def is_done(self, task: Task) -> bool:
+        return task_key(self.request, task) in self.done
+
+    def keep(self, record: Record) -> Record:
+        with self.lock:
+            # Flushed now: a kill loses at most the tasks in flight.
+            append_rows(self.request.results_file, [record])
+            self.records.append(record)
+            self.rows.setdefault((record.dtype, record.shape), []).append(record)
+            if record.status != SKIPPED:
+                self.measured_now.add((record.dtype, record.shape))
+            self.events.finished(record)
+        return record
+
+    def queued(self, count: int, phase: str) -> None:
+        if count:
+            with self.lock:
+                self.events.queued(count, phase)
+
+    def measure(self, device, task: Task, phase: str) -> Record | None:
+        with self.lock:
+            self.events.started(task, phase, device.label)
+        ahead = None
+        if self.pool is not None and phase == SWEEP and task.provider == TRITON:
+            ahead = self.pool.wait(Job.of(task).key)
+        outcome = device.run(task, self.request.timeouts, fresh=phase == CONFIRM)
+        if self.stopping:
+            return None  # the sweep was interrupted: the worker was killed, not the task
+        if ahead is not None and outcome.compile_s is not None:
+            outcome = dataclasses.replace(outcome, compile_s=outcome.compile_s + ahead)
+        return self.keep(make_record(self.request, self.run_id, task, outcome, phase,
+                                     device.label))
+
+
+def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeline:
+    """The batches of one dtype and shape (module docstring, steps 1-5)."""
+    request = run.request
+    key = (dtype, str(shape))
+
+    def task(config: dict, phase: str, provider: str = TRITON) -> Task:
+        return Task(request.spec.name, provider, shape.sizes, dtype, dict(config), request.seed,
+                    request.bench_for(phase, provider))
+
+    yield Batch([task({}, SWEEP, p.task.provider) for p in items
+                 if p.task.provider != TRITON and not run.is_done(p.task)], SWEEP)
+    for p in items:
+        if p.skip_reason and not run.is_done(p.task):
+            run.keep(make_record(request, run.run_id, p.task, Outcome(SKIPPED, p.skip_reason)))
+    kept = [p.task.config for p in items if p.task.provider == TRITON and not p.skip_reason]
+    yield from first_pass(run, key, kept, lambda c: task(c, SWEEP))
+    if request.first_bench is not None:
+        mine = run.rows.get(key, [])
+        picks = [r for r in contenders(mine, always=max(1, request.confirm))
+                 if r.config not in contended(mine)]
+        run.queued(len(picks), CONTEND)
+        yield Batch([task(parse_config_text(r.config), CONTEND) for r in picks], CONTEND)
+    if not request.confirm or (key not in run.measured_now
+                               and not confirmation_unfinished(run.rows.get(key, []))):
+        return
+    for _ in range(1 + request.confirm):
+        leaders = leaders_to_confirm(run.rows.get(key, []), request.confirm)
+        if not leaders:
+            return
+        run.queued(len(leaders), CONFIRM)
+        yield Batch([task(parse_config_text(r.config), CONFIRM, r.provider) for r in leaders],
+                    CONFIRM)
+
+
+def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of) -> Pipeline:
+    """Step 3: every config at once (exhaustive, compiled ahead at the start), or a search
+    strategy's batches, each compiled in the pool as it is proposed."""
+    request = run.request
+    if request.search == "exhaustive":
+        yield Batch([t for t in map(task_of, configs) if not run.is_done(t)], SWEEP, pinned=False)
+        return
+    from tritonbench_lab.search import SearchRequest, make_search
+
+    space = request.space
+    default = space.complete(space.default) if space.default else None
+    search = make_search(request.search, SearchRequest(
+        tuple(configs), default if default in configs else None, request.search_budget,
+        request.seed))
+    for _ in range(len(configs) + 1):  # a search proposes each config at most once
+        measured: dict[str, float | None] = {}
+        for r in run.rows.get(key, []):
+            if r.provider == TRITON and r.phase == SWEEP and r.status != SKIPPED:
+                p50 = r.p50_ms if r.status == OK else None
+                old = measured.get(r.config)
+                measured[r.config] = p50 if old is None else min(old, p50 or old)
+        proposals = search.propose(measured)
+        if not proposals:
+            return
+        todo = [t for t in map(task_of, proposals) if not run.is_done(t)]
+        if run.pool is not None:
+            run.pool.submit(Job.of(t) for t in todo)
+        run.queued(len(todo), SWEEP)
+        yield Batch(todo, SWEEP, pinned=False)
+
+
+def pipelines(run: _Run, planned: list[Planned]) -> Iterator[Pipeline]:
+    by_shape: dict[tuple[str, tuple[int, ...]], list[Planned]] = {}
+    for p in planned:
+        by_shape.setdefault((p.task.dtype, p.task.sizes), []).append(p)
+    for (dtype, sizes), items in by_shape.items():
+        yield shape_pipeline(run, dtype, run.request.spec.shape(*sizes), items)
 
 
 def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> SweepResult:
-    """Measure every planned task not measured before (all of them with `fresh`), confirm
-    the leaders (module docstring), write the winners."""
+    """Measure every planned task not measured before (all of them with `fresh`), the
+    contenders, the confirmations (module docstring), then write the winners."""
     events = events or SweepEvents()
     check_request(request)
     results_file = request.results_file
-    done = set() if request.fresh else {r.key() for r in load_records(results_file)}
+    run = _Run(request, events, [] if request.fresh else load_records(results_file))
     planned = plan(request)
-    todo = [p for p in planned if task_key(request, p.task) not in done]
+    todo = [p for p in planned if not run.is_done(p.task)]
     skips = sum(bool(p.skip_reason) for p in todo)
-    events.planned(len(todo) - skips, skips, len(planned) - len(todo))
-    run_id = new_run_id()
-    records: list[Record] = []
-    compiled = compile_ahead(request, [p.task for p in todo if not p.skip_reason], events).seconds
-    worker = Worker(request.interpret, request.kernel_modules, request.bench)
-
-    def keep(record: Record) -> Record:
-        append_rows(results_file, [record])  # flushed now: a kill loses at most the task in flight
-        records.append(record)
-        events.finished(record)
-        return record
-
-    def measure(task: Task, phase: str) -> Record:
-        events.started(task, phase)
-        outcome = worker.run(task, request.timeouts)
-        ahead = compiled.pop(Job.of(task).key, None) if phase == SWEEP else None
-        if ahead is not None and outcome.compile_s is not None:
-            outcome = dataclasses.replace(outcome, compile_s=outcome.compile_s + ahead)
-        return keep(make_record(request, run_id, task, outcome, phase))
-
+    exhaustive = request.search == "exhaustive"
+    to_measure = [p.task for p in todo if not p.skip_reason and (
+        exhaustive or p.task.provider != TRITON)]
+    labels = list(request.devices) or [("cpu" if request.interpret else "cuda") + ":0"]
+    events.planned(len(to_measure), skips, len(planned) - len(todo), len(labels))
+    run.pool = start_pool(request, [t for t in to_measure if t.provider == TRITON], events)
+    devices = make_devices(labels, interpret=request.interpret,
+                           kernel_modules=request.kernel_modules, bench=request.bench,
+                           backend=request.backend, address=request.ray_address)
+    scheduler = Scheduler(pipelines(run, planned), devices, run.measure)
     try:
-        for item in todo:
-            if item.skip_reason:
-                keep(make_record(request, run_id, item.task, Outcome(SKIPPED, item.skip_reason)))
-            else:
-                measure(item.task, SWEEP)
-        if request.confirm:
-            worker.stop()  # the leaders are timed again in a fresh process, with their budget
-            worker = Worker(request.interpret, request.kernel_modules, request.bench_for(CONFIRM))
-            # With --fresh only this run's rows compete; otherwise every row of this toolchain.
-            rows = list(records) if request.fresh else [
-                r for r in load_records(results_file) if is_same_toolchain(request, r)]
-            measured_now = {(r.dtype, r.shape) for r in records if r.status != SKIPPED}
-            confirm_leaders(request, rows, measured_now, events,
-                            lambda task: measure(task, CONFIRM))
+        scheduler.run()
+    except BaseException:
+        run.stopping = True
+        scheduler.stop()
+        raise
     finally:
-        worker.stop()
+        for device in devices:
+            device.stop()
+        if run.pool is not None:
+            run.pool.close()
+            events.compiled(run.pool.result.summary(run.pool.processes))
     all_rows = load_records(results_file)
     winners = pick_winners(all_rows)
     if winners:
         write_table(request.configs_file, winners, Winner)
         check_round_trip(request, winners)
-    return SweepResult(run_id, results_file, request.configs_file, len(records),
+    return SweepResult(run.run_id, results_file, request.configs_file, len(run.records),
                        len(planned) - len(todo), all_rows, winners)
 
 
-def compile_ahead(request: SweepRequest, tasks: list[Task], events: SweepEvents) -> Precompiled:
-    """On a GPU, compile the Triton configs of these tasks in a pool first (precompile.py).
-    Nothing in the interpreter or with jobs < 2."""
-    jobs = [Job.of(t) for t in tasks if t.provider == TRITON]
-    if request.interpret or request.jobs < 2 or not jobs:
-        return Precompiled()
+def start_pool(request: SweepRequest, tasks: list[Task],
+               events: SweepEvents) -> CompilePool | None:
+    """On a GPU, a compile pool given these Triton tasks' configs in timing order
+    (precompile.py); a search's later batches are given to it as they come. None in the
+    interpreter (it compiles nothing) or with fewer than 2 jobs (`--jobs`, by default the
+    cores less one per device: the pool runs while the devices' workers time)."""
+    if request.interpret or request.jobs < 2:
+        return None
     pin_triton_cache_dir()
-    result = precompile(jobs, processes=request.jobs, kernel_modules=request.kernel_modules,
-                        stall_s=request.timeouts.first_call_s, progress=events.compiling)
-    events.compiled(result.summary(min(request.jobs, result.jobs)))
-    return result
+    pool = CompilePool(request.jobs, kernel_modules=request.kernel_modules,
+                       stall_s=request.timeouts.first_call_s, progress=events.compiling)
+    pool.submit(Job.of(t) for t in tasks)
+    return pool
 
 
 def check_round_trip(request: SweepRequest, winners: list[Winner]) -> None:
@@ -240,4 +346,3 @@ def check_round_trip(request: SweepRequest, winners: list[Winner]) -> None:
         if got != parse_config_text(w.config):
             raise RuntimeError(f"lookup({spec.name}, {w.dtype}, {w.shape}) returned "
                                f"{got}, not the winner {w.config}")
-

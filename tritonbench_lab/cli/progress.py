@@ -1,8 +1,11 @@
-"""The sweep's progress bar: the attempt in flight, counts so far, and an honest ETA.
+"""The sweep's progress bar: the phase and attempt in flight, counts so far, an honest ETA.
 
 Pruned configs become rows instantly, so a rate over all rows would promise the end far too
-early; the ETA here is the mean time of the attempts measured so far times the attempts left
-to measure, and says '?' until one has been measured.
+early; the ETA here is, per phase (first pass, contenders, confirmations: their budgets
+differ), the mean time of that phase's attempts measured so far times its attempts left to
+measure, divided by the devices measuring at once. A phase not measured yet is estimated at
+the mean of the others. It says '?' until one attempt has been measured, and counts only
+work already queued: contenders and confirmations join when their shape's first pass ends.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tritonbench_lab.records import CONFIRM, OK, SKIPPED, Record
+from tritonbench_lab.records import CONFIRM, CONTEND, OK, SKIPPED, SWEEP, Record
 from tritonbench_lab.space import config_short
 from tritonbench_lab.sweep import SweepEvents
 from tritonbench_lab.worker import Task
+
+VERBS = {SWEEP: "timing", CONTEND: "contender", CONFIRM: "confirming"}
+PHASE_NAMES = {SWEEP: "first pass", CONTEND: "contenders", CONFIRM: "confirmed"}
 
 
 def _clock(seconds: float) -> str:
@@ -35,10 +41,11 @@ class SweepProgress(SweepEvents):
             TextColumn("{task.fields[counts]}"), console=console, transient=False)
         self.bar = self.progress.add_task(kernel, total=None, eta="?", counts="")
         self.counts = {"ok": 0, "failed": 0, "skipped": 0}
-        self.left_to_measure = 0
-        self.measured = 0
-        self.measuring_s = 0.0
-        self.started_at: float | None = None
+        self.queued_in = {p: 0 for p in VERBS}  # tasks to measure, per phase, so far
+        self.done_in = {p: 0 for p in VERBS}
+        self.seconds_in = {p: 0.0 for p in VERBS}
+        self.devices = 1
+        self.in_flight: dict[str, tuple[float, str]] = {}  # device -> (start, phase)
         self.rows = 0  # rows written by this run, for the message after an interrupt
 
     def __enter__(self) -> SweepProgress:
@@ -48,35 +55,48 @@ class SweepProgress(SweepEvents):
     def __exit__(self, *exc) -> None:
         self.progress.stop()
 
-    def _refresh(self, **fields) -> None:
-        eta = "?" if not self.measured else _clock(
-            self.measuring_s / self.measured * self.left_to_measure)
-        counts = " ".join(f"{v} {k}" for k, v in self.counts.items())
-        self.progress.update(self.bar, eta=eta, counts=counts, **fields)
+    def eta_seconds(self) -> float | None:
+        measured = sum(self.done_in.values())
+        if not measured:
+            return None
+        overall = sum(self.seconds_in.values()) / measured
+        left = 0.0
+        for phase in VERBS:
+            mean = self.seconds_in[phase] / self.done_in[phase] if self.done_in[phase] else overall
+            left += max(0, self.queued_in[phase] - self.done_in[phase]) * mean
+        return left / self.devices
 
-    def planned(self, to_measure: int, to_skip: int, already_done: int) -> None:
-        self.left_to_measure = to_measure
+    def _refresh(self, **fields) -> None:
+        eta = self.eta_seconds()
+        counts = " ".join(f"{v} {k}" for k, v in self.counts.items())
+        phases = ", ".join(f"{PHASE_NAMES[p]} {self.done_in[p]}/{self.queued_in[p]}"
+                           for p in VERBS if self.queued_in[p])
+        self.progress.update(self.bar, eta="?" if eta is None else _clock(eta),
+                             counts=f"{counts} | {phases}" if phases else counts, **fields)
+
+    def planned(self, to_measure: int, to_skip: int, already_done: int, devices: int = 1) -> None:
+        self.devices = max(1, devices)
+        self.queued_in[SWEEP] += to_measure
         self.progress.update(self.bar, total=to_measure + to_skip)
         self._refresh()
 
     def compiling(self, done: int, total: int) -> None:
-        self._refresh(description=f"{self.kernel}: compiling {done}/{total} configs in parallel")
+        self._refresh(description=f"{self.kernel}: compiled {done}/{total} configs in parallel")
 
     def compiled(self, summary: str) -> None:
         self.progress.console.print(summary)
 
-    def confirming(self, count: int) -> None:
-        self.left_to_measure += count
-        total = self.progress.tasks[0].total or 0
-        self.progress.update(self.bar, total=total + count)
+    def queued(self, count: int, phase: str) -> None:
+        self.queued_in[phase] += count
+        self.progress.update(self.bar, total=(self.progress.tasks[0].total or 0) + count)
         self._refresh()
 
-    def started(self, task: Task, phase: str) -> None:
-        self.started_at = time.monotonic()
+    def started(self, task: Task, phase: str, device: str = "") -> None:
+        self.in_flight[device] = (time.monotonic(), phase)
         what = config_short(task.config) if task.config else task.provider
-        verb = "confirming" if phase == CONFIRM else "measuring"
+        where = f" on {device}" if self.devices > 1 else ""
         self._refresh(description=f"{self.kernel} {task.dtype} "
-                      f"{'x'.join(map(str, task.sizes))} {verb} {what}")
+                      f"{'x'.join(map(str, task.sizes))} {VERBS[phase]} {what}{where}")
 
     def finished(self, record: Record) -> None:
         self.rows += 1
@@ -84,10 +104,10 @@ class SweepProgress(SweepEvents):
             self.counts["skipped"] += 1
         else:
             self.counts["ok" if record.status == OK else "failed"] += 1
-            if self.started_at is not None:
-                self.measured += 1
-                self.measuring_s += time.monotonic() - self.started_at
-                self.left_to_measure = max(0, self.left_to_measure - 1)
-                self.started_at = None
+            began = self.in_flight.pop(record.device, None)
+            if began is not None:
+                start, phase = began
+                self.done_in[phase] += 1
+                self.seconds_in[phase] += time.monotonic() - start
         self.progress.update(self.bar, advance=1)
         self._refresh()
