@@ -67,8 +67,32 @@ def sweep(
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random inputs.")] = 0,
     rep_ms: Annotated[int, typer.Option(
         "--rep-ms", metavar="MS", min=1,
-        help="do_bench's timing budget per config, in milliseconds (its warm-up: the same, "
-        "at most 25).")] = 100,
+        help="do_bench's full timing budget, in milliseconds (its warm-up: the same, at most "
+        "25): for the baselines and for the contenders of the first pass.")] = 100,
+    first_rep_ms: Annotated[int | None, typer.Option(
+        "--first-rep-ms", metavar="MS", min=0,
+        help="Budget of the first pass, which times every config only to rank them; the "
+        "configs whose time could plausibly beat the leader's (given the noise measured) "
+        "are then timed with --rep-ms. 0: every config gets --rep-ms. Default: 5 on a GPU, "
+        "0 in the interpreter.", show_default=False)] = None,
+    search: Annotated[str, typer.Option(
+        "--search", metavar="STRATEGY",
+        help="Which configs to time per shape: exhaustive (all), local (a neighbourhood "
+        "search from the default config), random, optuna (needs tlab[optuna]); ':N' caps "
+        "the configs timed per shape, e.g. local:64.")] = "exhaustive",
+    gpus: Annotated[str | None, typer.Option(
+        "--gpus", metavar="all|0,1,...",
+        help="GPUs to measure on, one isolated worker each (they must be one model). In the "
+        "interpreter: that many CPU worker processes. Default: the current GPU.",
+        show_default=False)] = None,
+    backend: Annotated[str, typer.Option(
+        "--backend", metavar="local|ray",
+        help="ray: each device is a Ray actor holding one GPU (pip install "
+        "'tritonbench-lab[ray]'); with --ray-address, on a running cluster.")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", metavar="ADDRESS",
+        help="The Ray cluster to join (as `ray start --head` printed it); default: a local "
+        "Ray instance.", show_default=False)] = None,
     confirm_rep_ms: Annotated[int | None, typer.Option(
         "--confirm-rep-ms", metavar="MS", min=1,
         help="do_bench's budget for the confirmations, which choose the winners; a short "
@@ -88,11 +112,19 @@ def sweep(
     old_out: OldOut = None,
 ) -> None:
     """Tune KERNEL: verify and time every config over the shapes, store rows and winners."""
+    import dataclasses
+
+    from tritonbench_lab.devices import parse_gpus
+    from tritonbench_lab.errors import TlabError
     from tritonbench_lab.plan import build_request, check_request
     from tritonbench_lab.precompile import default_jobs
+    from tritonbench_lab.search import parse_search
     from tritonbench_lab.worker import Timeouts
 
     prepare(interpret, kernel_module)
+    strategy, budget = parse_search(search)
+    if backend not in ("local", "ray"):
+        raise TlabError(f"--backend {backend!r}: accepted are local and ray")
     request = build_request(
         kernel, dtypes=dtype, sizes=sizes,
         shapes=shapes, space=space, root=old_out or root, interpret=interpret, fresh=fresh,
@@ -100,7 +132,13 @@ def sweep(
         kernel_modules=tuple(str(p) for p in kernel_module or ()),
         bench=_budget(rep_ms), confirm=confirm,
         confirm_bench=_budget(confirm_rep_ms) if confirm_rep_ms else None,
-        jobs=jobs if jobs is not None else default_jobs())
+        search=strategy, search_budget=budget, backend=backend, ray_address=ray_address)
+    devices = tuple(parse_gpus(gpus, request.interpret)) if gpus is not None else ()
+    first = first_rep_ms if first_rep_ms is not None else (0 if request.interpret else 5)
+    request = dataclasses.replace(
+        request, devices=devices,
+        first_bench=_budget(first) if 0 < first < rep_ms else None,
+        jobs=jobs if jobs is not None else max(1, default_jobs() - max(1, len(devices))))
     check_request(request)  # every refusal before any output, so an error is one line
     console = Console(stderr=True)
     if request.interpret:
@@ -136,7 +174,15 @@ def _run_with_progress(request, console: Console):
     if result.already_done:
         console.print(f"{result.already_done} task(s) already measured in "
                       f"{result.results_file} were skipped (use --fresh to measure again).")
-    confirmed = sum(r.run_id == result.run_id and r.confirmed for r in result.records)
+    from tritonbench_lab.records import CONTEND
+
+    mine = [r for r in result.records if r.run_id == result.run_id]
+    contended = sum(r.phase == CONTEND for r in mine)
+    if contended:
+        console.print(f"{contended} contender(s) of the first pass "
+                      f"({request.first_bench.rep_ms} ms each) were timed again with the full "
+                      f"budget ({request.bench.rep_ms} ms).")
+    confirmed = sum(r.confirmed for r in mine)
     if confirmed:
         console.print(f"{confirmed} leader(s) and baseline(s) were timed again in a fresh "
                       "process; winners are chosen by those times.")
