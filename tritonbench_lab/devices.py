@@ -16,14 +16,11 @@ from __future__ import annotations
 import os
 
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.precompile import default_jobs
 from tritonbench_lab.timing import BenchOptions
 from tritonbench_lab.worker import Outcome, Task, Timeouts, Worker
 
 ALL = "all"
-
-
-def cpu_count() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def gpu_names() -> list[str]:
@@ -48,7 +45,7 @@ def parse_gpus(text: str | None, interpreting: bool, names: list[str] | None = N
         names = gpu_names() if names is None else names
         count = len(names)
     else:
-        count = cpu_count()
+        count = default_jobs()  # the cores this process may use
     word = text.strip().lower()
     if word == ALL:
         picked = list(range(count))

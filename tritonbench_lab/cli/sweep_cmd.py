@@ -87,8 +87,9 @@ def sweep(
         show_default=False)] = None,
     backend: Annotated[str, typer.Option(
         "--backend", metavar="local|ray",
-        help="ray: each device is a Ray actor holding one GPU (pip install "
-        "'tritonbench-lab[ray]'); with --ray-address, on a running cluster.")] = "local",
+        help="Where the devices' workers run: local (processes of this machine) or ray (each "
+        "device a Ray actor holding one GPU, on a local instance or, with --ray-address, a "
+        "running cluster; pip install 'tritonbench-lab[ray]').")] = "local",
     ray_address: Annotated[str | None, typer.Option(
         "--ray-address", metavar="ADDRESS",
         help="The Ray cluster to join (as `ray start --head` printed it); default: a local "
