@@ -17,6 +17,7 @@ import pytest
 
 from tritonbench_lab.records import COLUMNS, OK, TRITON, Record
 from tritonbench_lab.store import append_rows, load_records, load_winners
+from tritonbench_lab.worker import Worker
 
 REPO = Path(__file__).resolve().parent.parent
 PLANTED = str(REPO / "tests" / "planted_kernels.py")
@@ -130,6 +131,27 @@ def _append_rows(path: str, writer_id: int, count: int) -> None:
             metric="GB/s", compile_s=0.1, phase="sweep", method="do_bench", warmup_ms=25,
             rep_ms=100, seed=0, gpu="g", gpu_slug="g", driver="", cuda="", torch="t",
             triton="t", tlab="0", source="s")])
+
+
+def test_a_worker_interrupted_while_spawning_stops_without_error(monkeypatch):
+    """Ctrl-C can land inside Process.start(); the sweep's cleanup must still stop cleanly."""
+    worker = Worker(interpret=True)
+    real = worker._context.Process
+
+    def interrupted_process(*args, **kwargs):
+        process = real(*args, **kwargs)
+
+        def start():
+            raise KeyboardInterrupt
+
+        process.start = start
+        return process
+
+    monkeypatch.setattr(worker._context, "Process", interrupted_process)
+    with pytest.raises(KeyboardInterrupt):
+        worker._start()
+    worker.stop()  # was: AssertionError 'can only join a started process'
+    assert worker._process is None
 
 
 def test_four_processes_appending_to_one_file_lose_and_tear_nothing(tmp_path):

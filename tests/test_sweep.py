@@ -177,6 +177,7 @@ BAD_INPUT = [
     (("softmax", "--dtype", "fp32", "--sizes", "1000000000x65536"), ["needs about", "GB"]),
     # Refused by matmul's 32-bit offsets before its memory is estimated.
     (("matmul", "--dtype", "fp32", "--sizes", "2000000x2000000x8"), ["fewer than 2^31"]),
+    (("softmax", "--baselines", "torch,cudnn"), ["--baselines cudnn", "torch, unfused"]),
 ]
 
 
@@ -356,3 +357,21 @@ def test_gpu_only_baselines_are_planned_only_on_a_gpu(tmp_path):
     on_gpu = dataclasses.replace(request, interpret=False)
     assert {p.task.provider for p in plan(on_gpu) if p.task.provider != TRITON} == {
         "torch", "inductor"}
+
+
+def test_baselines_option_times_only_the_chosen(tmp_path):
+    import dataclasses
+
+    import torch
+
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.plan import parse_baselines, plan
+
+    spec = get_spec("add_rmsnorm")
+    request = request_for(spec, [torch.float32], spec.small_shapes[:1], tmp_path)
+    assert parse_baselines("all") is None and parse_baselines("none") == ()
+    providers = lambda r: {p.task.provider for p in plan(r)}  # noqa: E731
+    assert providers(request) == {TRITON, *spec.baselines}
+    chosen = dataclasses.replace(request, baselines=parse_baselines("torch, compiled"))
+    assert providers(chosen) == {TRITON, "torch", "compiled"}
+    assert providers(dataclasses.replace(request, baselines=())) == {TRITON}

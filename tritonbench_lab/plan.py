@@ -63,6 +63,13 @@ class SweepRequest:
     devices: tuple[str, ...] = ()  # devices.parse_gpus labels; empty: the one default device
     backend: str = "local"  # or "ray" (raydevices.py)
     ray_address: str | None = None
+    baselines: tuple[str, ...] | None = None  # `--baselines`: which to time; None: all
+
+    @property
+    def baseline_names(self) -> list[str]:
+        """The baselines this sweep times: the kernel's (those that run here), or the chosen."""
+        names = self.spec.baselines_for(self.interpret)
+        return names if self.baselines is None else [b for b in names if b in self.baselines]
 
     def bench_for(self, phase: str, provider: str = TRITON) -> BenchOptions:
         """The do_bench budget of a phase: the first pass over the configs takes
@@ -175,6 +182,15 @@ def build_request(kernel: str, *, dtypes: list[str] | None = None, sizes: str | 
         free_bytes=free_device_bytes(backend), **options)
 
 
+def parse_baselines(text: str | None) -> tuple[str, ...] | None:
+    """`--baselines`: None (all) for 'all' or nothing given, () for 'none', else the names."""
+    if text is None or text.strip() == "all":
+        return None
+    if text.strip() == "none":
+        return ()
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
 def memory_estimate(spec: KernelSpec, shape: Shape, dtype) -> int:
     """Device bytes one shape needs: inputs and outputs (the cost model's bytes), a second
     set of outputs (a baseline's), and the float64 reference of the outputs."""
@@ -218,6 +234,10 @@ def check_request(request: SweepRequest) -> None:
     spec = request.spec
     if not request.shapes:
         raise TlabError("no shapes to sweep")
+    unknown = sorted(set(request.baselines or ()) - set(spec.baselines))
+    if unknown:
+        raise TlabError(f"--baselines {','.join(unknown)}: {spec.name}'s baselines are "
+                        f"{', '.join(spec.baselines) or 'none'} (or all, none)")
     if not request.dtypes:
         raise TlabError("no dtypes to sweep")
     for dtype in request.dtypes:
@@ -259,7 +279,7 @@ def plan(request: SweepRequest) -> list[Planned]:
         name = dtype_name(dtype)
         for shape in request.shapes:
             planned += [Planned(Task(spec.name, b, shape.sizes, name, {}, request.seed))
-                        for b in spec.baselines_for(request.interpret)]
+                        for b in request.baseline_names]
             for config in request.space:
                 reason = request.space.why_pruned(config, dict(shape.dims), dtype.itemsize,
                                                   request.limits)

@@ -12,10 +12,12 @@ time is `compile_s`) -> verify against the reference -> time the correct ones.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import queue
 import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -204,6 +206,21 @@ def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: in
             return  # the CUDA context may be unusable now: let the parent start a fresh child
 
 
+@contextlib.contextmanager
+def _sigint_held():
+    """Hold Ctrl-C while a child is spawned: interrupted half-way, start() leaves a child that
+    dies printing a traceback and a Process that cannot be joined. A pending Ctrl-C is raised
+    as soon as the child has its arguments. (Only the main thread receives signals.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 class Worker:
     """A child process that runs Tasks one at a time; restarted after a crash or timeout."""
 
@@ -228,7 +245,8 @@ class Worker:
                   os.getpid(), self.visible),
             daemon=True,
         )
-        self._process.start()
+        with _sigint_held():
+            self._process.start()
         kind, detail = self._receive(STARTUP_TIMEOUT_S) or ("timeout", "worker did not start")
         if kind != "ready":
             self.stop()
@@ -275,15 +293,16 @@ class Worker:
         return payload
 
     def stop(self) -> None:
-        if self._process is None:
+        process, self._process = self._process, None
+        # pid is None when start() never completed (Ctrl-C while spawning): nothing to stop.
+        if process is None or process.pid is None:
             return
-        if self._process.is_alive():
+        if process.is_alive():
             try:
                 self._inbox.put(None)
-                self._process.join(timeout=2)
+                process.join(timeout=2)
             except (OSError, ValueError):
                 pass
-        if self._process.is_alive():
-            self._process.kill()
-        self._process.join(timeout=5)
-        self._process = None
+        if process.is_alive():
+            process.kill()
+        process.join(timeout=5)

@@ -109,6 +109,11 @@ def sweep(
         help="On a GPU, processes that compile the configs ahead of timing (1: each config "
         "compiles in the timing worker when first run). Default: the CPU cores.",
         show_default=False)] = None,
+    baselines: Annotated[str | None, typer.Option(
+        "--baselines", metavar="all|none|NAMES",
+        help="Which of the kernel's baselines to time (see `tlab list`), comma-separated, "
+        "e.g. torch; the torch.compile max-autotune one (inductor) takes 5-30 s a shape to "
+        "tune itself. Default: all.", show_default=False)] = None,
     kernel_module: KernelModules = None,
     old_out: OldOut = None,
 ) -> None:
@@ -117,7 +122,7 @@ def sweep(
 
     from tritonbench_lab.devices import parse_gpus
     from tritonbench_lab.errors import TlabError
-    from tritonbench_lab.plan import build_request, check_request
+    from tritonbench_lab.plan import build_request, check_request, parse_baselines
     from tritonbench_lab.precompile import default_jobs
     from tritonbench_lab.search import parse_search
     from tritonbench_lab.worker import Timeouts
@@ -133,7 +138,8 @@ def sweep(
         kernel_modules=tuple(str(p) for p in kernel_module or ()),
         bench=_budget(rep_ms), confirm=confirm,
         confirm_bench=_budget(confirm_rep_ms) if confirm_rep_ms else None,
-        search=strategy, search_budget=budget, backend=backend, ray_address=ray_address)
+        search=strategy, search_budget=budget, backend=backend, ray_address=ray_address,
+        baselines=parse_baselines(baselines))
     devices = tuple(parse_gpus(gpus, request.interpret)) if gpus is not None else ()
     first = first_rep_ms if first_rep_ms is not None else (0 if request.interpret else 5)
     request = dataclasses.replace(
@@ -202,7 +208,7 @@ def print_summary(result, request, console: Console) -> None:
     ceilings = ceilings_in_force(request.layout.ceilings_file(request.fingerprint.gpu_slug))
     wanted = {(dtype_name(d), str(s)) for d in request.dtypes for s in request.shapes}
     metric = request.spec.metric
-    baselines = request.spec.baselines_for(request.interpret)
+    baselines = request.baseline_names
     table = Table(title=f"{request.spec.name} on {request.fingerprint.gpu} ({metric})")
     columns = ["dtype", "shape", "winner config", "triton", *baselines, "vs best"]
     if ceilings:
