@@ -170,7 +170,9 @@ def test_confirmations_take_their_own_budget_and_rows_record_it(tmp_path, monkey
     # interpret=False: rows carry do_bench budgets (the worker is scripted, nothing runs)
     _, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2, budgets=budgets,
                                      bench=short, confirm_bench=full, interpret=False)
-    # The sweep's tasks take --rep-ms, the confirmations theirs.
+    # The sweep's tasks take --rep-ms, the confirmations theirs; without a short first pass,
+    # every phase takes both clocks (--timing auto).
+    short, full = (dataclasses.replace(b, timing="both") for b in (short, full))
     assert budgets == [short] * (len(BASELINES) + 4) + [full] * (len(BASELINES) + 4)
     assert {(r.phase, r.method, r.rep_ms) for r in rows} == {
         ("sweep", "do_bench", 5), ("confirm", "do_bench", 100)}

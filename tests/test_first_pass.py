@@ -123,6 +123,10 @@ def test_first_pass_request_budgets_by_phase():
 
     short, full, long = BenchOptions(5, 5), BenchOptions(25, 100), BenchOptions(25, 200)
     request = SweepRequest(*[None] * 9, bench=full, first_bench=short, confirm_bench=long)
-    assert request.bench_for("sweep") == short
-    assert request.bench_for("sweep", "torch") == full  # baselines are not ranked, only timed
-    assert request.bench_for("contend") == full and request.bench_for("confirm") == long
+    def budget(phase, provider="triton"):
+        b = request.bench_for(phase, provider)
+        return BenchOptions(b.warmup_ms, b.rep_ms)  # the clocks: test_timing.py
+
+    assert budget("sweep") == short
+    assert budget("sweep", "torch") == full  # baselines are not ranked, only timed
+    assert budget("contend") == full and budget("confirm") == long

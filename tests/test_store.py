@@ -295,18 +295,23 @@ def test_every_committed_file_reads_and_configs_hold_what_results_pick():
             assert load_winners(layout.configs_file(slug, kernel)) == pick_winners(rows)
 
 
-def test_a_file_from_before_the_device_column_is_read_and_upgraded_by_the_next_append(path):
-    old_columns = [c for c in COLUMNS if c != "device"]
-    assert list(COLUMNS) == [*old_columns, "device"]  # added at the end, as ADDED_COLUMNS says
+@pytest.mark.parametrize("missing", [["events_p50_ms", "graph_p50_ms", "disagree"],
+                                     ["device", "events_p50_ms", "graph_p50_ms", "disagree"]],
+                         ids=["before two clocks", "before the device column"])
+def test_a_file_of_an_older_layout_is_read_and_upgraded_by_the_next_append(path, missing):
+    old_columns = [c for c in COLUMNS if c not in missing]
+    assert list(COLUMNS) == [*old_columns, *missing]  # added at the end, as ADDED_COLUMNS says
     first, second = row(config="BLOCK=1"), row(config="BLOCK=2")
     path.parent.mkdir(parents=True)
-    old_lines = [",".join(old_columns) + "\n", csv_line(first).decode().rsplit(",", 1)[0] + "\n"]
+    cells = csv_line(first).decode().rstrip("\n").split(",")
+    old_lines = [",".join(old_columns) + "\n", ",".join(cells[:len(old_columns)]) + "\n"]
     path.write_text("".join(old_lines))
-    assert load_records(path) == [first]  # the missing cell reads as the default
-    append_rows(path, [dataclasses.replace(second, device="cuda:1")])
-    assert path.read_text() == HEADER + csv_line(first).decode() + csv_line(
-        dataclasses.replace(second, device="cuda:1")).decode()
-    assert [r.device for r in load_records(path)] == ["", "cuda:1"]
+    assert load_records(path) == [first]  # the missing cells read as the defaults
+    newer = dataclasses.replace(second, device="cuda:1", events_p50_ms=0.025,
+                                graph_p50_ms=0.0065, disagree="yes")
+    append_rows(path, [newer])
+    assert path.read_text() == HEADER + csv_line(first).decode() + csv_line(newer).decode()
+    assert [(r.device, r.disagree) for r in load_records(path)] == [("", ""), ("cuda:1", "yes")]
 
 
 def test_a_header_missing_a_column_that_was_never_added_later_is_refused(path):

@@ -178,6 +178,7 @@ BAD_INPUT = [
     # Refused by matmul's 32-bit offsets before its memory is estimated.
     (("matmul", "--dtype", "fp32", "--sizes", "2000000x2000000x8"), ["fewer than 2^31"]),
     (("softmax", "--baselines", "torch,cudnn"), ["--baselines cudnn", "torch, unfused"]),
+    (("softmax", "--timing", "graph"), ["--timing 'graph'", "auto, events, cudagraph, both"]),
 ]
 
 

@@ -32,6 +32,10 @@ SAME_SIZE_COPY = "copy of the same bytes"
 MATMUL_SIZE = 8192
 
 
+def _times(timed) -> tuple[float, float, float]:
+    return timed.p20, timed.p50, timed.p80
+
+
 def measure(fingerprint, bench, dtypes) -> list[Ceiling]:
     import torch
 
@@ -49,7 +53,7 @@ def measure(fingerprint, bench, dtypes) -> list[Ceiling]:
         """Time copying a buffer of source_bytes (read once, written once: twice the bytes)."""
         src = torch.rand(source_bytes // 4, generator=gen, device="cuda")
         dst = torch.empty_like(src)
-        p20, p50, p80 = time_call(lambda: dst.copy_(src), bench, False)
+        p20, p50, p80 = _times(time_call(lambda: dst.copy_(src), bench, False))
         return Ceiling(name=name, metric=GBPS, value=2 * source_bytes / (p50 * 1e-3) / 1e9,
                        p20_ms=p20, p50_ms=p50, p80_ms=p80, size=f"{source_bytes} bytes",
                        **common)
@@ -60,7 +64,7 @@ def measure(fingerprint, bench, dtypes) -> list[Ceiling]:
     for dtype in dtypes:
         a = torch.randn((n, n), generator=gen, device="cuda").to(dtype)
         b = torch.randn((n, n), generator=gen, device="cuda").to(dtype)
-        p20, p50, p80 = time_call(lambda a=a, b=b: torch.matmul(a, b), bench, False)
+        p20, p50, p80 = _times(time_call(lambda a=a, b=b: torch.matmul(a, b), bench, False))
         rows.append(Ceiling(name=f"matmul_{dtype_name(dtype)}", metric=TFLOPS,
                             value=2 * n**3 / (p50 * 1e-3) / 1e12, p20_ms=p20, p50_ms=p50,
                             p80_ms=p80, size=f"{n}x{n}x{n}", **common))

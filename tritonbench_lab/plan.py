@@ -12,6 +12,7 @@ config of the space, pruned ones marked with their reason.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -25,7 +26,7 @@ from tritonbench_lab.records import CONFIRM, KEY_COLUMNS, SWEEP, TRITON, Record
 from tritonbench_lab.space import DeviceLimits, Space, config_text, load_space
 from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype
 from tritonbench_lab.store import check_appendable
-from tritonbench_lab.timing import BenchOptions
+from tritonbench_lab.timing import TIMINGS, BenchOptions
 from tritonbench_lab.worker import Task, Timeouts
 
 # In the interpreter, a shape is refused when its configs would take longer than this in all
@@ -64,6 +65,7 @@ class SweepRequest:
     backend: str = "local"  # or "ray" (raydevices.py)
     ray_address: str | None = None
     baselines: tuple[str, ...] | None = None  # `--baselines`: which to time; None: all
+    timing: str = "auto"  # `--timing`: timing.TIMINGS or auto (bench_for)
 
     @property
     def baseline_names(self) -> list[str]:
@@ -72,14 +74,23 @@ class SweepRequest:
         return names if self.baselines is None else [b for b in names if b in self.baselines]
 
     def bench_for(self, phase: str, provider: str = TRITON) -> BenchOptions:
-        """The do_bench budget of a phase: the first pass over the configs takes
+        """The timing budget of a phase: the first pass over the configs takes
         `first_bench` when there is one, its contenders and the baselines `bench`, the
-        confirmations `confirm_bench` (`--confirm-rep-ms`) when given."""
+        confirmations `confirm_bench` (`--confirm-rep-ms`) when given. And its clocks
+        (`--timing`): 'auto' ranks the first pass by the CUDA-graph clock alone (launch
+        overhead cannot reorder short kernels, at no extra cost) and takes both clocks
+        everywhere else (timing.py: which judges)."""
         if phase == CONFIRM and self.confirm_bench:
-            return self.confirm_bench
-        if phase == SWEEP and provider == TRITON and self.first_bench:
-            return self.first_bench
-        return self.bench
+            bench = self.confirm_bench
+        elif phase == SWEEP and provider == TRITON and self.first_bench:
+            bench = self.first_bench
+        else:
+            bench = self.bench
+        timing = self.timing
+        if timing == "auto":
+            first = phase == SWEEP and provider == TRITON and self.first_bench is not None
+            timing = "cudagraph" if first else "both"
+        return dataclasses.replace(bench, timing=timing)
 
     @property
     def layout(self) -> Layout:
@@ -234,6 +245,8 @@ def check_request(request: SweepRequest) -> None:
     spec = request.spec
     if not request.shapes:
         raise TlabError("no shapes to sweep")
+    if request.timing not in ("auto", *TIMINGS):
+        raise TlabError(f"--timing {request.timing!r}: accepted are auto, {', '.join(TIMINGS)}")
     unknown = sorted(set(request.baselines or ()) - set(spec.baselines))
     if unknown:
         raise TlabError(f"--baselines {','.join(unknown)}: {spec.name}'s baselines are "

@@ -56,8 +56,9 @@ PHASES = (SWEEP, CONTEND, CONFIRM)
 
 # How the times of a row were taken ("" when the row was not timed).
 DO_BENCH = "do_bench"  # triton.testing.do_bench: CUDA events, L2 flushed before every call
+CUDAGRAPH = "cudagraph"  # the same calls replayed from a CUDA graph: no launch gaps (timing.py)
 INTERPRETER = "interpreter"  # wall clock of Triton's CPU interpreter: not GPU numbers
-METHODS = ("", DO_BENCH, INTERPRETER)
+METHODS = ("", DO_BENCH, CUDAGRAPH, INTERPRETER)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,11 @@ class Record:
     # Which device of the machine measured the row ("cuda:0", "cpu:1" for the interpreter's
     # stand-ins); empty in rows written before tlab recorded it (store.ADDED_COLUMNS).
     device: str = ""
+    # With `--timing both`: each clock's median (p50_ms is the judged one, by `method`), and
+    # "yes" when they differ by more than timing.DISAGREE ("no" when not, "" when one ran).
+    events_p50_ms: float | None = None
+    graph_p50_ms: float | None = None
+    disagree: str = ""
 
     @property
     def confirmed(self) -> bool:

@@ -33,7 +33,8 @@ _cache: dict[tuple, list] = {}
 # Columns added at the end of a table after files of it existed, with the cell older rows
 # get. Such a file is read as if it had them; the first append rewrites it under the new
 # header (every row kept, the new cells filled in), so a file never mixes two layouts.
-ADDED_COLUMNS: dict[type, dict[str, str]] = {Record: {"device": ""}}
+ADDED_COLUMNS: dict[type, dict[str, str]] = {
+    Record: {"device": "", "events_p50_ms": "", "graph_p50_ms": "", "disagree": ""}}
 
 
 def _older_layout(cls: type, header: list[str]) -> dict[str, str] | None:

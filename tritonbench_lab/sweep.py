@@ -115,6 +115,10 @@ def make_record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome
     bench = task.bench or request.bench_for(phase, task.provider)
     timing = bench.columns(request.interpret) if timed else {
         "method": "", "warmup_ms": None, "rep_ms": None}
+    clocks = outcome.timed
+    if clocks is not None:  # which clock judged the row, and each clock's median
+        timing.update(method=clocks.method, events_p50_ms=clocks.events_p50,
+                      graph_p50_ms=clocks.graph_p50, disagree=clocks.disagree)
     return Record(
         run_id=run_id,
         timestamp=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -1,41 +1,108 @@
-"""The only place that times anything: `triton.testing.do_bench` on a GPU, wall clock in the
-interpreter. Every row says which of the two produced its numbers, and with what budget
-(the `method`, `warmup_ms` and `rep_ms` columns).
+"""The only place that times anything. On a GPU, two clocks, both with the L2 cache flushed
+before every call so that inputs are never served from cache:
+
+- events: `triton.testing.do_bench` (CUDA events around each call launched from Python).
+  When the Python launch of a call takes longer than the flush before it (a 256 MB memset,
+  ~80 us on an H200), the GPU waits for the launch and the wait is timed: a short kernel
+  measures its launch, not itself, and more so when the CPU is busy.
+- cudagraph: the same calls, flush, start event, kernel, end event, captured in one CUDA
+  graph and replayed, so the GPU runs them back to back with no launch in between; each
+  call is timed by its own pair of events inside the graph.
+
+`--timing both` takes both. The row's p20/p50/p80 are then the graph's when the kernel is
+short (graph p50 under SHORT_KERNEL_MS), where launch overhead can masquerade as kernel
+time, and the events' otherwise; both medians are kept and `disagree` says whether they
+differ by more than DISAGREE. In the interpreter: wall clock, labelled as such.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tritonbench_lab.records import DO_BENCH, INTERPRETER
+from tritonbench_lab.records import CUDAGRAPH, DO_BENCH, INTERPRETER
 
 QUANTILES = (0.2, 0.5, 0.8)
+TIMINGS = ("events", "cudagraph", "both")
+SHORT_KERNEL_MS = 0.020  # under this (graph p50), a row is judged on its graph time
+DISAGREE = 0.10  # events and graph medians further apart than this raise the row's flag
+FLUSH_BYTES = 256 * 1024 * 1024  # what do_bench clears; more than any GPU's L2
+MAX_GRAPH_CALLS = 1000  # calls captured in one graph (each has two event nodes)
 
 
 @dataclass(frozen=True)
 class BenchOptions:
-    """do_bench's budget in milliseconds: warm-up runs first, then repeats for about rep_ms.
-    do_bench clears the L2 cache before every call, so inputs are never served from cache."""
+    """The timing budget in milliseconds: warm-up runs first, then repeats for about rep_ms;
+    and which clock(s) take it (TIMINGS)."""
 
     warmup_ms: int = 25
     rep_ms: int = 100
     # Interpreter times say nothing about a GPU (rows are labelled so); one wall-clock call
     # keeps the pipeline honest without doubling an interpreter sweep's time.
     interpreter_reps: int = 1
+    timing: str = "events"
 
     def columns(self, interpreting: bool) -> dict[str, str | int | None]:
-        """The method, warmup_ms and rep_ms of a row timed with these options."""
+        """The method, warmup_ms and rep_ms of a row timed with these options (the method
+        of a `both` row is the clock that judged it: Timed.method)."""
         if interpreting:
             return {"method": INTERPRETER, "warmup_ms": None, "rep_ms": None}
-        return {"method": DO_BENCH, "warmup_ms": self.warmup_ms, "rep_ms": self.rep_ms}
+        method = CUDAGRAPH if self.timing == "cudagraph" else DO_BENCH
+        return {"method": method, "warmup_ms": self.warmup_ms, "rep_ms": self.rep_ms}
 
 
-def time_call(fn: Callable[[], object], options: BenchOptions,
-              interpreting: bool) -> tuple[float, float, float]:
-    """(p20, p50, p80) milliseconds of one call of `fn`."""
+@dataclass(frozen=True)
+class Timed:
+    """One timing: the judged p20/p50/p80 (by `method`), and each clock's median."""
+
+    p20: float
+    p50: float
+    p80: float
+    method: str
+    events_p50: float | None = None
+    graph_p50: float | None = None
+
+    @property
+    def disagree(self) -> str:
+        """'yes' / 'no' when both clocks ran, '' otherwise."""
+        if self.events_p50 is None or self.graph_p50 is None:
+            return ""
+        gap = abs(self.events_p50 - self.graph_p50) / min(self.events_p50, self.graph_p50)
+        return "yes" if gap > DISAGREE else "no"
+
+
+def judge(events: tuple[float, float, float] | None,
+          graph: tuple[float, float, float] | None) -> Timed:
+    """The rule of the module docstring: a short kernel is judged on its graph time, any
+    other on its events time; a clock that did not run leaves the other to judge."""
+    if graph is not None and (events is None or graph[1] < SHORT_KERNEL_MS):
+        times, method = graph, CUDAGRAPH
+    elif events is not None:
+        times, method = events, DO_BENCH
+    else:
+        raise ValueError("neither clock produced a time")
+    return Timed(*times, method=method, events_p50=events[1] if events else None,
+                 graph_p50=graph[1] if graph else None)
+
+
+def quantiles(samples: list[float]) -> tuple[float, float, float]:
+    """(p20, p50, p80) of the samples, interpolated as torch.quantile does."""
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        position = q * (len(ordered) - 1)
+        low = math.floor(position)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+    return at(QUANTILES[0]), at(QUANTILES[1]), at(QUANTILES[2])
+
+
+def time_call(fn: Callable[[], object], options: BenchOptions, interpreting: bool) -> Timed:
+    """Time calls of `fn` with the clock(s) of `options`."""
     if interpreting:
         samples = []
         for _ in range(options.interpreter_reps):
@@ -43,12 +110,109 @@ def time_call(fn: Callable[[], object], options: BenchOptions,
             fn()
             samples.append((time.perf_counter() - start) * 1e3)
         if len(samples) == 1:
-            return samples[0], samples[0], samples[0]
+            return Timed(samples[0], samples[0], samples[0], INTERPRETER)
         cuts = statistics.quantiles(samples, n=10, method="inclusive")
-        return cuts[1], statistics.median(samples), cuts[7]
+        return Timed(cuts[1], statistics.median(samples), cuts[7], INTERPRETER)
+    warm_up_gpu()
+    events = _events(fn, options) if options.timing in ("events", "both") else None
+    graph = None
+    if options.timing in ("cudagraph", "both"):
+        try:
+            graph = _graph(fn, options)
+        except Exception:  # noqa: BLE001 - a call that cannot be captured keeps its events time
+            if events is None:
+                events = _events(fn, options)
+    return judge(events, graph)
+
+
+def _events(fn: Callable[[], object], options: BenchOptions) -> tuple[float, float, float]:
     import triton.testing
 
     p20, p50, p80 = triton.testing.do_bench(
-        fn, warmup=options.warmup_ms, rep=options.rep_ms, quantiles=list(QUANTILES)
-    )
+        fn, warmup=options.warmup_ms, rep=options.rep_ms, quantiles=list(QUANTILES))
     return float(p20), float(p50), float(p80)
+
+
+def _graph(fn: Callable[[], object], options: BenchOptions) -> tuple[float, float, float]:
+    """Calls of `fn`, each after an L2 flush and between two events, captured in one CUDA
+    graph; the graph is replayed for the warm-up budget, then once more to be measured."""
+    import gc
+
+    import torch
+
+    flush = _flush_buffer()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):  # warm on the capture's stream (allocator, workspaces)
+        for _ in range(2):
+            flush.zero_()
+            fn()
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        for _ in range(5):
+            flush.zero_()
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        per_call = max(start.elapsed_time(end) / 5, 1e-4)
+        calls = min(MAX_GRAPH_CALLS, max(5, int(options.rep_ms / per_call)))
+        # external=True: event-record nodes that can be timed after a replay (torch >= 2.8).
+        marks = [(torch.cuda.Event(enable_timing=True, external=True),
+                  torch.cuda.Event(enable_timing=True, external=True)) for _ in range(calls)]
+        graph = torch.cuda.CUDAGraph()
+        # capture_begin/end, not torch.cuda.graph(): that empties the allocator's cache on
+        # every capture. No GC while capturing: a collected Triton kernel would unload its
+        # module, which invalidates the capture (what triton.testing guards against too).
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            graph.capture_begin()
+            try:
+                for begin, done in marks:
+                    flush.zero_()
+                    begin.record()
+                    fn()
+                    done.record()
+            finally:
+                graph.capture_end()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        for _ in range(max(1, round(options.warmup_ms / (calls * per_call)))):
+            graph.replay()
+        graph.replay()
+        torch.cuda.synchronize()
+    samples = [begin.elapsed_time(done) for begin, done in marks]
+    del graph
+    return quantiles(samples)
+
+
+_flush: list = []
+
+
+def _flush_buffer():
+    """One FLUSH_BYTES buffer per process, zeroed before every timed call."""
+    if not _flush:
+        import torch
+
+        _flush.append(torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda"))
+    return _flush[0]
+
+
+_warmed = False
+
+
+def warm_up_gpu(seconds: float = 0.3) -> None:
+    """Once per process, before its first timed call: keep the GPU busy long enough for its
+    clocks to leave idle, so that a fresh worker's first row is not timed on a cold GPU."""
+    global _warmed
+    if _warmed:
+        return
+    import torch
+
+    a = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16)
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(20):
+            a @ a
+        torch.cuda.synchronize()
+    _warmed = True

@@ -31,7 +31,7 @@ from tritonbench_lab.records import (
     TRITON,
     WRONG_RESULT,
 )
-from tritonbench_lab.timing import BenchOptions
+from tritonbench_lab.timing import BenchOptions, Timed
 
 # A fresh child imports torch and triton and initialises CUDA before its first task.
 STARTUP_TIMEOUT_S = 300.0
@@ -68,6 +68,7 @@ class Outcome:
     p50_ms: float | None = None
     p80_ms: float | None = None
     compile_s: float | None = None
+    timed: Timed | None = None  # the clocks' details (method, each median) when timed
 
 
 def classify(err: BaseException) -> str:
@@ -160,7 +161,7 @@ class _Child:
             return Outcome(WRONG_RESULT, verdict.detail, verdict.max_abs_error,
                            compile_s=compile_s)
         try:
-            p20, p50, p80 = time_call(call, task.bench or self.bench, self.interpreting)
+            timed = time_call(call, task.bench or self.bench, self.interpreting)
             sync()
         except Exception as err:
             return Outcome(CRASH, "while timing: " + one_line(err), verdict.max_abs_error,
@@ -168,7 +169,8 @@ class _Child:
         # Baselines are timed even when less accurate than the tolerance (the unfused bf16
         # softmax is, by a little): the row says so, and only Triton configs can win.
         status = OK if verdict.ok else WRONG_RESULT
-        return Outcome(status, verdict.detail, verdict.max_abs_error, p20, p50, p80, compile_s)
+        return Outcome(status, verdict.detail, verdict.max_abs_error, timed.p20, timed.p50,
+                       timed.p80, compile_s, timed)
 
 
 def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: int,

@@ -109,6 +109,13 @@ def sweep(
         help="On a GPU, processes that compile the configs ahead of timing (1: each config "
         "compiles in the timing worker when first run). Default: the CPU cores.",
         show_default=False)] = None,
+    timing: Annotated[str, typer.Option(
+        "--timing", metavar="auto|events|cudagraph|both",
+        help="The GPU clock(s): events (triton.testing.do_bench), cudagraph (the same calls "
+        "replayed from a CUDA graph, so no launch gaps are timed) or both (a row is then "
+        "judged on its graph time when under 20 us, else on its events time, and flagged "
+        "when the two differ by over 10%). auto: the first pass by cudagraph, everything "
+        "else both.")] = "auto",
     baselines: Annotated[str | None, typer.Option(
         "--baselines", metavar="all|none|NAMES",
         help="Which of the kernel's baselines to time (see `tlab list`), comma-separated, "
@@ -139,7 +146,7 @@ def sweep(
         bench=_budget(rep_ms), confirm=confirm,
         confirm_bench=_budget(confirm_rep_ms) if confirm_rep_ms else None,
         search=strategy, search_budget=budget, backend=backend, ray_address=ray_address,
-        baselines=parse_baselines(baselines))
+        baselines=parse_baselines(baselines), timing=timing)
     devices = tuple(parse_gpus(gpus, request.interpret)) if gpus is not None else ()
     first = first_rep_ms if first_rep_ms is not None else (0 if request.interpret else 5)
     request = dataclasses.replace(
