@@ -1,4 +1,5 @@
-"""tlab check (the CI gate on committed configs) and tlab export, on copies of configs/."""
+"""tlab check (the CI gate on committed configs) and tlab export, on copies of configs/.
+(The committed configs themselves are checked by `make check`, which CI runs after the tests.)"""
 
 import dataclasses
 import importlib.util
@@ -33,13 +34,6 @@ def edit(path: Path, old: str, new: str, count: int = 1) -> None:
     path.write_text(text.replace(old, new, count))
 
 
-def test_committed_configs_pass():
-    # The repository itself: configs, and the results they must be the winners of.
-    result = tlab("check", "--root", str(REPO), "--interpret")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "0 error(s)" in result.stdout
-
-
 def test_configs_that_are_not_what_their_results_pick_fail(tmp_path):
     from fixture_results import SLUG, write_softmax_fixture
 
@@ -71,7 +65,8 @@ def test_configs_tuned_before_a_parameter_was_added_still_pass(root):
     text = path.read_text()
     assert " PER_SM=0 SPLIT=1," in text
     path.write_text(text.replace(" PER_SM=0 SPLIT=1,", ","))
-    result = tlab("check", "--root", str(root), "--interpret", "--kernel", "softmax")
+    result = tlab("check", "--root", str(root), "--interpret", "--kernel", "softmax",
+                  "--dtype", "fp32")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 error(s)" in result.stdout
 
@@ -220,3 +215,48 @@ def test_check_runs_configs_completed_with_added_parameters(tmp_path):
                   str(REPO / "tests" / "planted_kernels.py"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 valid row(s)" in result.stdout and "0 error(s)" in result.stdout
+
+
+AXPY = str(REPO / "examples" / "axpy.py")
+
+
+def test_a_user_kernel_module_swept_then_checked_passes(tmp_path):
+    """The gate on a user's own kernel: the sweep's winners, checked with the same module;
+    and retime, the GPU part of the gate, run here in the interpreter: its worker loads the
+    user's module (without it every winner was a 'crash') and its statistic is the best of
+    one median per fresh worker. Interpreter times: only that plumbing is under test."""
+    from tritonbench_lab.check import read_rows, retime
+    from tritonbench_lab.kernels import load_kernel_module
+    from tritonbench_lab.records import replace
+
+    sweep = tlab("sweep", "axpy", "--kernel-module", AXPY, "--interpret", "--root", str(tmp_path),
+                 "--sizes", "1000,4099", "--dtype", "fp32", "--confirm", "1")
+    assert sweep.returncode == 0, sweep.stderr
+    result = tlab("check", "--root", str(tmp_path), "--interpret", "--kernel-module", AXPY)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 valid row(s)" in result.stdout and "0 error(s)" in result.stdout
+    # Without the module the kernel is unknown: one error naming it, not a pass.
+    unknown = tlab("check", "--root", str(tmp_path), "--interpret")
+    assert unknown.returncode == 1 and "axpy" in unknown.stderr
+
+    load_kernel_module(AXPY)
+    path = tmp_path / "configs" / "interpreter" / "axpy.csv"
+    _, rows = read_rows(path)
+    rows = rows[:1]
+    timed, problems = retime(path, rows, 1e9, (AXPY,), repeats=2, interpret=True)
+    assert problems == [] and [t.status for t in timed] == ["ok"]
+    assert len(timed[0].samples) == 2 and timed[0].measured_ms == min(timed[0].samples)
+    # Recorded 1000x faster than measured: the gate must fail it, naming its statistic.
+    fast = [(n, replace(w, p50_ms=timed[0].measured_ms / 1000)) for n, w in rows]
+    _, problems = retime(path, fast, 0.10, (AXPY,), repeats=2, interpret=True)
+    assert len(problems) == 1 and "best of 2 fresh workers" in problems[0].reason
+
+
+@pytest.mark.gpu
+def test_a_user_kernel_module_swept_then_checked_on_the_gpu(tmp_path):
+    sweep = tlab("sweep", "axpy", "--kernel-module", AXPY, "--root", str(tmp_path),
+                 "--sizes", "1000000,16777216")
+    assert sweep.returncode == 0, sweep.stderr
+    result = tlab("check", "--root", str(tmp_path), "--kernel-module", AXPY)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 error(s)" in result.stdout and "winners timed again" in result.stdout

@@ -30,6 +30,11 @@ def check(
     timing: Annotated[bool, typer.Option(
         "--timing/--no-timing", help="On a GPU that matches a file's folder, time its winners "
         "again (default) or only check them.")] = True,
+    repeats: Annotated[int, typer.Option(
+        "--repeats", metavar="N", min=1, help="On a matching GPU: passes over the winners, "
+        "each in a fresh worker process (two time every winner, the rest only those still "
+        "too slow); the best of their medians is held to the tolerance, and their spread "
+        "is shown.")] = 3,
     regret: Annotated[bool, typer.Option(
         "--regret", help="Also tune held-out shapes between the tuned ones (on this GPU) and "
         "report how much the nearest-shape rule of lookup() loses there.")] = False,
@@ -49,7 +54,7 @@ def check(
     backend = prepare(interpret, kernel_module)
     report = run_check(Layout(root), backend=backend, fingerprint=fingerprint(backend),
                        kernels=split_list(kernel), dtypes=dtypes, tolerance=tolerance,
-                       timing=timing, regret=regret,
+                       timing=timing, regret=regret, repeats=repeats,
                        kernel_modules=tuple(str(p) for p in kernel_module or ()))
     out, err = Console(), Console(stderr=True)
     for item in report.files:
@@ -78,14 +83,20 @@ def _regret_table(item) -> Table:
 
 
 def _timing_table(item) -> Table:
-    table = Table(title=f"{item.path}: winners timed again")
-    for column in ("line", "dtype", "shape", "recorded ms", "now ms", "now / recorded"):
+    table = Table(title=f"{item.path}: winners timed again (best of fresh workers)")
+    for column in ("line", "dtype", "shape", "recorded ms", "now ms", "now / recorded",
+                   "spread"):
         table.add_column(column, justify="right")
     for t in item.timed:
         now = f"{t.measured_ms:.4g}" if t.measured_ms is not None else t.status
         ratio = f"{t.ratio:.2f}x" if t.ratio is not None else "-"
+        spread = f"{100 * t.spread:.1f}%" if t.spread is not None else "-"
         table.add_row(str(t.line), t.winner.dtype, t.winner.shape, f"{t.winner.p50_ms:.4g}",
-                      now, ratio)
+                      now, ratio, spread)
+    spreads = sorted(t.spread for t in item.timed if t.spread is not None)
+    if spreads:
+        table.caption = (f"spread of the medians across fresh workers: median "
+                         f"{100 * spreads[len(spreads) // 2]:.1f}%, largest {100 * spreads[-1]:.1f}%")
     return table
 
 
