@@ -30,7 +30,9 @@ TIMINGS = ("events", "cudagraph", "both")
 SHORT_KERNEL_MS = 0.020  # under this (graph p50), a row is judged on its graph time
 DISAGREE = 0.10  # events and graph medians further apart than this raise the row's flag
 FLUSH_BYTES = 256 * 1024 * 1024  # what do_bench clears; more than any GPU's L2
-MAX_GRAPH_CALLS = 1000  # calls captured in one graph (each has two event nodes)
+# Calls captured in one graph (each with two event nodes): enough samples per replay, and
+# a capture short enough to cost little next to the budget; a longer budget replays it more.
+MAX_GRAPH_CALLS = 200
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,8 @@ def _events(fn: Callable[[], object], options: BenchOptions) -> tuple[float, flo
 
 def _graph(fn: Callable[[], object], options: BenchOptions) -> tuple[float, float, float]:
     """Calls of `fn`, each after an L2 flush and between two events, captured in one CUDA
-    graph; the graph is replayed for the warm-up budget, then once more to be measured."""
+    graph; the graph is replayed for the warm-up budget, then for the timing budget, every
+    call of every measured replay a sample."""
     import gc
 
     import torch
@@ -177,11 +180,14 @@ def _graph(fn: Callable[[], object], options: BenchOptions) -> tuple[float, floa
         finally:
             if gc_was_enabled:
                 gc.enable()
-        for _ in range(max(1, round(options.warmup_ms / (calls * per_call)))):
+        replay_ms = calls * per_call
+        for _ in range(max(1, round(options.warmup_ms / replay_ms))):
             graph.replay()
-        graph.replay()
-        torch.cuda.synchronize()
-    samples = [begin.elapsed_time(done) for begin, done in marks]
+        samples = []
+        for _ in range(max(1, round(options.rep_ms / replay_ms))):
+            graph.replay()
+            torch.cuda.synchronize()
+            samples += [begin.elapsed_time(done) for begin, done in marks]
     del graph
     return quantiles(samples)
 
