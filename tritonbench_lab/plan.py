@@ -80,16 +80,16 @@ class SweepRequest:
         (`--timing`): 'auto' ranks the first pass by the CUDA-graph clock alone (launch
         overhead cannot reorder short kernels, at no extra cost) and takes both clocks
         everywhere else (timing.py: which judges)."""
+        first_pass = phase == SWEEP and provider == TRITON and self.first_bench is not None
         if phase == CONFIRM and self.confirm_bench:
             bench = self.confirm_bench
-        elif phase == SWEEP and provider == TRITON and self.first_bench:
+        elif first_pass:
             bench = self.first_bench
         else:
             bench = self.bench
         timing = self.timing
         if timing == "auto":
-            first = phase == SWEEP and provider == TRITON and self.first_bench is not None
-            timing = "cudagraph" if first else "both"
+            timing = "cudagraph" if first_pass else "both"
         return dataclasses.replace(bench, timing=timing)
 
     @property

@@ -114,13 +114,14 @@ def sweep(
         help="The GPU clock(s): events (triton.testing.do_bench), cudagraph (the same calls "
         "replayed from a CUDA graph, so no launch gaps are timed) or both (a row is then "
         "judged on its graph time when under 20 us, else on its events time, and flagged "
-        "when the two differ by over 10%). auto: the first pass by cudagraph, everything "
-        "else both.")] = "auto",
+        "when the two differ by over 10%). auto, the default, times the first pass by "
+        "cudagraph and everything else by both.")] = "auto",
     baselines: Annotated[str | None, typer.Option(
         "--baselines", metavar="all|none|NAMES",
         help="Which of the kernel's baselines to time (see `tlab list`), comma-separated, "
-        "e.g. torch; the torch.compile max-autotune one (inductor) takes 5-30 s a shape to "
-        "tune itself. Default: all.", show_default=False)] = None,
+        "e.g. torch, or none. The torch.compile max-autotune baseline of matmul (inductor) "
+        "tunes itself for 8-26 s a shape on an H200. Default: all.",
+        show_default=False)] = None,
     kernel_module: KernelModules = None,
     old_out: OldOut = None,
 ) -> None:
