@@ -170,10 +170,12 @@ def test_confirmations_take_their_own_budget_and_rows_record_it(tmp_path, monkey
     # interpret=False: rows carry do_bench budgets (the worker is scripted, nothing runs)
     _, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2, budgets=budgets,
                                      bench=short, confirm_bench=full, interpret=False)
-    # The sweep's tasks take --rep-ms, the confirmations theirs; without a short first pass,
-    # every phase takes both clocks (--timing auto).
-    short, full = (dataclasses.replace(b, timing="both") for b in (short, full))
-    assert budgets == [short] * (len(BASELINES) + 4) + [full] * (len(BASELINES) + 4)
+    # The sweep's tasks take --rep-ms, the confirmations theirs. Without a short first pass
+    # (--timing auto): both clocks until the shape has a time, events alone once its fastest
+    # (here 1-2 ms, every row) is over timing.BOTH_CLOCKS_BELOW_MS.
+    both = dataclasses.replace(short, timing="both")
+    short, full = (dataclasses.replace(b, timing="events") for b in (short, full))
+    assert budgets == [both] * len(BASELINES) + [short] * 4 + [full] * (len(BASELINES) + 4)
     assert {(r.phase, r.method, r.rep_ms) for r in rows} == {
         ("sweep", "do_bench", 5), ("confirm", "do_bench", 100)}
     assert winner.p50_ms == 1.04 and winner.rep_ms == 100

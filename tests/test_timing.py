@@ -6,6 +6,7 @@ import torch
 
 from tritonbench_lab.records import CUDAGRAPH, DO_BENCH
 from tritonbench_lab.timing import (
+    BOTH_CLOCKS_BELOW_MS,
     DISAGREE,
     SHORT_KERNEL_MS,
     BenchOptions,
@@ -39,6 +40,16 @@ def test_disagreement_is_relative_to_the_faster_clock():
     assert beyond.disagree == "yes"
     slower_graph = judge((0.9, 1.0, 1.1), (1.0, 1.0 + DISAGREE * 1.01, 1.2))
     assert slower_graph.disagree == "yes"  # flagged whichever clock is slower
+
+
+def test_a_long_kernel_whose_events_read_high_is_judged_on_its_graph_time():
+    # Events above the graph by more than DISAGREE can only be host time (module docstring).
+    inflated = judge((0.030, 0.0330, 0.040), (0.0268, 0.0272, 0.0276))
+    assert inflated.method == CUDAGRAPH and inflated.p50 == 0.0272
+    within = judge((0.027, 0.0272 * (1 + DISAGREE * 0.99), 0.031), (0.0268, 0.0272, 0.0276))
+    assert within.method == DO_BENCH
+    # A graph slower than the events is not host time: the events still judge.
+    assert judge((0.9, 1.0, 1.1), (1.2, 1.3, 1.4)).method == DO_BENCH
 
 
 def test_one_clock_alone_judges_and_raises_no_flag():
@@ -77,6 +88,12 @@ def test_auto_timing_ranks_the_first_pass_by_graph_and_takes_both_elsewhere(tmp_
     assert {events.bench_for(p, TRITON).timing for p in (SWEEP, CONTEND, CONFIRM)} == {"events"}
     no_first = dataclasses.replace(request, first_bench=None)
     assert no_first.bench_for(SWEEP, TRITON).timing == "both"
+    # A shape whose fastest row is long: events alone after the first pass.
+    long, short = BOTH_CLOCKS_BELOW_MS, BOTH_CLOCKS_BELOW_MS * 0.99
+    assert request.bench_for(CONFIRM, TRITON, long).timing == "events"
+    assert request.bench_for(CONTEND, "torch", long).timing == "events"
+    assert request.bench_for(CONFIRM, TRITON, short).timing == "both"
+    assert request.bench_for(SWEEP, TRITON, long).timing == "cudagraph"
 
 
 @pytest.mark.gpu

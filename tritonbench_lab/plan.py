@@ -73,13 +73,17 @@ class SweepRequest:
         names = self.spec.baselines_for(self.interpret)
         return names if self.baselines is None else [b for b in names if b in self.baselines]
 
-    def bench_for(self, phase: str, provider: str = TRITON) -> BenchOptions:
+    def bench_for(self, phase: str, provider: str = TRITON,
+                  fastest_ms: float | None = None) -> BenchOptions:
         """The timing budget of a phase: the first pass over the configs takes
         `first_bench` when there is one, its contenders and the baselines `bench`, the
         confirmations `confirm_bench` (`--confirm-rep-ms`) when given. And its clocks
         (`--timing`): 'auto' ranks the first pass by the CUDA-graph clock alone (launch
         overhead cannot reorder short kernels, at no extra cost) and takes both clocks
-        everywhere else (timing.py: which judges)."""
+        everywhere else (timing.py: which judges), except at a shape whose fastest row so far
+        (`fastest_ms`) takes timing.BOTH_CLOCKS_BELOW_MS or more, where events alone do."""
+        from tritonbench_lab.timing import BOTH_CLOCKS_BELOW_MS
+
         first_pass = phase == SWEEP and provider == TRITON and self.first_bench is not None
         if phase == CONFIRM and self.confirm_bench:
             bench = self.confirm_bench
@@ -89,7 +93,8 @@ class SweepRequest:
             bench = self.bench
         timing = self.timing
         if timing == "auto":
-            timing = "cudagraph" if first_pass else "both"
+            long = fastest_ms is not None and fastest_ms >= BOTH_CLOCKS_BELOW_MS
+            timing = "cudagraph" if first_pass else "events" if long else "both"
         return dataclasses.replace(bench, timing=timing)
 
     @property

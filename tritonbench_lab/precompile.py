@@ -224,7 +224,8 @@ class CompilePool:
                 process.kill()
         for process in processes:
             process.join(timeout=5)
-        self.result.wall_s = time.monotonic() - self._began
+        if self._finished < self.result.jobs:  # stopped early: the wall is until now
+            self.result.wall_s = time.monotonic() - self._began
 
 
 def precompile(jobs: Iterable[Job], *, processes: int, kernel_modules: tuple[str, ...] = (),

@@ -215,8 +215,9 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
     key = (dtype, str(shape))
 
     def task(config: dict, phase: str, provider: str = TRITON) -> Task:
+        times = [r.p50_ms for r in run.rows.get(key, []) if r.status == OK and r.p50_ms]
         return Task(request.spec.name, provider, shape.sizes, dtype, dict(config), request.seed,
-                    request.bench_for(phase, provider))
+                    request.bench_for(phase, provider, min(times, default=None)))
 
     yield Batch([task({}, SWEEP, p.task.provider) for p in items
                  if p.task.provider != TRITON and not run.is_done(p.task)], SWEEP)
