@@ -225,9 +225,10 @@ def test_a_user_kernel_module_swept_then_checked_passes(tmp_path):
     and retime, the GPU part of the gate, run here in the interpreter: its worker loads the
     user's module (without it every winner was a 'crash') and its statistic is the best of
     one median per fresh worker. Interpreter times: only that plumbing is under test."""
-    from tritonbench_lab.check import read_rows, retime
+    from tritonbench_lab.check import read_rows
     from tritonbench_lab.kernels import load_kernel_module
     from tritonbench_lab.records import replace
+    from tritonbench_lab.retime import retime
 
     sweep = tlab("sweep", "axpy", "--kernel-module", AXPY, "--interpret", "--root", str(tmp_path),
                  "--sizes", "1000,4099", "--dtype", "fp32", "--confirm", "1")
@@ -243,13 +244,13 @@ def test_a_user_kernel_module_swept_then_checked_passes(tmp_path):
     path = tmp_path / "configs" / "interpreter" / "axpy.csv"
     _, rows = read_rows(path)
     rows = rows[:1]
-    timed, problems = retime(path, rows, 1e9, (AXPY,), repeats=2, interpret=True)
-    assert problems == [] and [t.status for t in timed] == ["ok"]
+    timed = retime([(path, n, w) for n, w in rows], 1e9, (AXPY,), repeats=2, interpret=True)
+    assert [t.status for t in timed] == ["ok"] and timed[0].failure(1e9) is None
     assert len(timed[0].samples) == 2 and timed[0].measured_ms == min(timed[0].samples)
     # Recorded 1000x faster than measured: the gate must fail it, naming its statistic.
     fast = [(n, replace(w, p50_ms=timed[0].measured_ms / 1000)) for n, w in rows]
-    _, problems = retime(path, fast, 0.10, (AXPY,), repeats=2, interpret=True)
-    assert len(problems) == 1 and "best of 2 fresh workers" in problems[0].reason
+    slow = retime([(path, n, w) for n, w in fast], 0.10, (AXPY,), repeats=2, interpret=True)
+    assert "best of 2 fresh workers" in slow[0].failure(0.10)
 
 
 @pytest.mark.gpu
@@ -260,3 +261,76 @@ def test_a_user_kernel_module_swept_then_checked_on_the_gpu(tmp_path):
     result = tlab("check", "--root", str(tmp_path), "--kernel-module", AXPY)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 error(s)" in result.stdout and "winners timed again" in result.stdout
+
+
+class _ScriptedWorker:
+    """Stands in for the fresh worker process of check's retime: each provider's p50."""
+
+    times: dict = {}
+    calls: list = []
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def run(self, task, timeouts):
+        from tritonbench_lab.worker import Outcome
+
+        _ScriptedWorker.calls.append(task.provider)
+        return Outcome("ok", p50_ms=_ScriptedWorker.times[task.provider])
+
+    def stop(self):
+        pass
+
+
+# Passes: two for every winner, then one at a time while it is still too slow (4 at most).
+@pytest.mark.parametrize("triton_ms, op_ms, op_recorded, fails, passes", [
+    (1.20, 1.15, 1.0, False, 3),  # the whole GPU is 15% slower: the winner is not
+    (1.50, 1.00, 1.0, True, 4),  # a slowed winner on a GPU as fast as the recording one
+    (1.50, 1.15, 1.0, True, 4),  # a slowed winner on a slower GPU: 1.30x relative
+    (1.20, None, None, True, 4),  # no op recorded: judged on the plain ratio
+    (1.05, None, 1.0, False, 2),  # within tolerance: the op is never timed
+])
+def test_check_divides_a_slower_gpu_out_but_not_a_slower_winner(
+        monkeypatch, triton_ms, op_ms, op_recorded, fails, passes):
+    from tritonbench_lab import worker
+    from tritonbench_lab.records import replace
+    from tritonbench_lab.retime import retime
+    from tritonbench_lab.store import load_winners
+
+    base = load_winners(REPO / "configs" / "nvidia-h200" / "matmul.csv")[-1]
+    row = replace(base, p50_ms=1.0, op_p50_ms=op_recorded, method="do_bench")
+    monkeypatch.setattr(worker, "Worker", _ScriptedWorker)
+    _ScriptedWorker.times, _ScriptedWorker.calls = {"triton": triton_ms, "torch": op_ms}, []
+    item = retime([(Path("m.csv"), 2, row)], 0.10, repeats=4)[0]
+    assert bool(item.failure(0.10)) == fails
+    timed_op = op_recorded is not None and triton_ms > 1.10
+    assert len(item.samples) == passes
+    assert _ScriptedWorker.calls.count("torch") == (passes - 2 if timed_op else 0)
+    if timed_op:
+        assert item.op_ratio == pytest.approx(op_ms / op_recorded)
+        assert item.relative == pytest.approx(triton_ms / op_ms)
+    if fails and timed_op:
+        assert "relative to the PyTorch op" in item.failure(0.10)
+
+
+def test_check_starts_one_fresh_worker_per_pass_for_all_files(monkeypatch):
+    from tritonbench_lab import worker
+    from tritonbench_lab.records import replace
+    from tritonbench_lab.retime import retime
+    from tritonbench_lab.store import load_winners
+
+    started = []
+
+    class Counting(_ScriptedWorker):
+        def __init__(self, *args, **kwargs):
+            started.append(self)
+
+    base = load_winners(REPO / "configs" / "nvidia-h200" / "matmul.csv")[-1]
+    items = [(Path(f"{name}.csv"), line, replace(base, p50_ms=1.0))
+             for name in ("a", "b", "c") for line in (2, 3)]
+    monkeypatch.setattr(worker, "Worker", Counting)
+    _ScriptedWorker.times, _ScriptedWorker.calls = {"triton": 1.0, "torch": 1.0}, []
+    timed = retime(items, 0.10, repeats=4)
+    assert len(started) == 2  # two passes, each one process over every file's winners
+    assert [(t.path.name, t.line) for t in timed] == [(p.name, n) for p, n, _ in items]
+    assert all(len(t.samples) == 2 and t.failure(0.10) is None for t in timed)

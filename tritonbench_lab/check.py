@@ -8,7 +8,8 @@ a small shape (in Triton's interpreter without a GPU). Rows tuned under another 
 version are reported as stale (a warning, not an error). On a GPU whose slug matches the
 file's folder, each winner is timed again at its shape, with the budget its row was timed
 with, in several fresh worker processes, and the best of their medians must not be slower
-than recorded by more than the tolerance (retime says how short kernels are judged).
+than recorded by more than the tolerance, relative to the PyTorch op where the row recorded
+it (retime.py says how, and how short kernels are judged).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from pathlib import Path
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.layout import Layout
 from tritonbench_lab.records import (
-    OK,
-    TRITON,
     WINNER_COLUMNS,
     Winner,
     from_cells,
@@ -36,9 +35,6 @@ from tritonbench_lab.winners import pick_winners
 
 ERROR = "error"
 STALE = "stale"
-# Winners recorded under this are also timed by the CUDA-graph clock in check (which judges
-# those under timing.SHORT_KERNEL_MS); longer ones by events alone, at half the cost.
-GRAPH_CHECK_BELOW_MS = 0.1
 
 
 @dataclass(frozen=True)
@@ -52,36 +48,12 @@ class Problem:
         return f"{self.path}:{self.row}: {self.severity}: {self.reason}"
 
 
-@dataclass(frozen=True)
-class Retimed:
-    line: int
-    winner: Winner
-    samples: tuple[float, ...]  # the judged p50 of each fresh worker that timed it
-    status: str  # OK, or how the config failed to run
-
-    @property
-    def measured_ms(self) -> float | None:
-        """The gate's statistic: the best of the fresh workers' medians."""
-        return min(self.samples) if self.samples and self.status == OK else None
-
-    @property
-    def ratio(self) -> float | None:
-        return None if self.measured_ms is None else self.measured_ms / self.winner.p50_ms
-
-    @property
-    def spread(self) -> float | None:
-        """(slowest - fastest) / fastest of the medians: the noise the tolerance must cover."""
-        if self.measured_ms is None or len(self.samples) < 2:
-            return None
-        return (max(self.samples) - self.measured_ms) / self.measured_ms
-
-
 @dataclass
 class FileReport:
     path: Path
     rows: list[tuple[int, Winner]] = field(default_factory=list)  # valid rows, by line
     problems: list[Problem] = field(default_factory=list)
-    timed: list[Retimed] = field(default_factory=list)
+    timed: list = field(default_factory=list)  # retime.Retimed
     regrets: list = field(default_factory=list)  # regret.Regret
 
 
@@ -227,66 +199,10 @@ def run_configs(path: Path, rows: list[tuple[int, Winner]], device: str) -> list
     return problems
 
 
-def retime(path: Path, rows: list[tuple[int, Winner]], tolerance: float,
-           kernel_modules: tuple[str, ...] = (), repeats: int = 3, interpret: bool = False
-           ) -> tuple[list[Retimed], list[Problem]]:
-    """Time each winner again on this GPU the way the sweep timed it (its row's budget, the
-    sweep's worker with the user's kernel modules, the same seeded inputs), with both clocks
-    where the kernel may be short (GRAPH_CHECK_BELOW_MS), so that a kernel under 20 us is
-    judged on its CUDA-graph time (timing.judge) and launch overhead cannot pass for a
-    regression. Each pass runs in a fresh worker process: two
-    time every winner, up to `repeats` re-time those still slower than allowed; a winner
-    fails when the best of its medians is slower than recorded by more than `tolerance`.
-    The spread of the medians is reported beside it. (`interpret`: in Triton's interpreter,
-    for tests: its wall-clock times say nothing about a GPU.)"""
-    from tritonbench_lab.records import CUDAGRAPH
-    from tritonbench_lab.timing import BenchOptions
-    from tritonbench_lab.worker import Task, Timeouts, Worker
-
-    samples: dict[int, list[float]] = {number: [] for number, _ in rows}
-    failed: dict[int, str] = {}
-    for attempt in range(max(1, repeats)):
-        # Two passes give every winner a spread; later ones only re-time the slow.
-        todo = [(n, w) for n, w in rows if n not in failed and (
-            attempt < 2 or min(samples[n]) > w.p50_ms * (1 + tolerance))]
-        if not todo:
-            break
-        worker = Worker(interpret, kernel_modules)
-        try:
-            for number, w in todo:
-                # The graph clock only where it can judge (a short kernel): it doubles the time.
-                short = w.method == CUDAGRAPH or w.p50_ms < GRAPH_CHECK_BELOW_MS
-                bench = BenchOptions(warmup_ms=w.warmup_ms or BenchOptions.warmup_ms,
-                                     rep_ms=w.rep_ms or BenchOptions.rep_ms,
-                                     timing="both" if short else "events")
-                task = Task(w.kernel, TRITON, shape_sizes(w.shape), w.dtype,
-                            parse_config_text(w.config), 0, bench)
-                outcome = worker.run(task, Timeouts())
-                if outcome.status == OK:
-                    samples[number].append(outcome.p50_ms)
-                else:
-                    failed[number] = outcome.status
-        finally:
-            worker.stop()
-    results, problems = [], []
-    for number, w in rows:
-        item = Retimed(number, w, tuple(samples[number]), failed.get(number, OK))
-        results.append(item)
-        if item.status != OK:
-            problems.append(Problem(path, number, ERROR, f"winner now fails: {item.status}"))
-        elif item.ratio > 1 + tolerance:
-            problems.append(Problem(
-                path, number, ERROR, f"{item.ratio:.2f}x slower than recorded "
-                f"({item.measured_ms:.4g} ms vs {w.p50_ms:.4g} ms: the best of "
-                f"{len(item.samples)} fresh workers, spread {100 * (item.spread or 0):.1f}%; "
-                f"tolerance {tolerance:.0%})"))
-    return results, problems
-
-
 def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] | None = None,
               dtypes: list[str] | None = None, tolerance: float = 0.10, timing: bool = True,
               regret: bool = False, kernel_modules: tuple[str, ...] = (),
-              repeats: int = 3) -> CheckReport:
+              repeats: int = 4) -> CheckReport:
     """Check every configs file under `layout` (or those of `kernels`), rows of `dtypes`."""
     from tritonbench_lab.env import INTERPRETER
     from tritonbench_lab.kernels import get_spec
@@ -296,6 +212,8 @@ def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] |
         which = f" for kernel(s) {', '.join(kernels)}" if kernels else ""
         raise TlabError(f"no config files under {str(layout.configs)!r}{which}")
     device = "cpu" if backend == INTERPRETER else "cuda"
+    if device == "cuda":
+        compile_ahead(files, kernel_modules, timed_gpu=fingerprint.gpu_slug if timing else None)
     reports = []
     for path in files:
         report = FileReport(path)
@@ -315,12 +233,44 @@ def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] |
         report.rows = [(n, w) for n, w in valid if not dtypes or w.dtype in dtypes]
         report.problems += run_configs(path, report.rows, device)
         mine = path.parent.name == fingerprint.gpu_slug
-        if timing and device == "cuda" and mine:
-            report.timed, slow = retime(path, report.rows, tolerance, kernel_modules, repeats)
-            report.problems += slow
         if regret and mine and report.rows:
             from tritonbench_lab.regret import regret_of_file
 
             report.regrets = regret_of_file(layout, path, report.rows, kernel_modules)
+    if timing and device == "cuda":
+        mine = [r for r in reports if r.path.parent.name == fingerprint.gpu_slug]
+        from tritonbench_lab.retime import retime
+
+        timed = retime([(r.path, n, w) for r in mine for n, w in r.rows], tolerance,
+                       kernel_modules, repeats)
+        for report in mine:
+            report.timed = [t for t in timed if t.path == report.path]
+            report.problems += [Problem(t.path, t.line, ERROR, t.failure(tolerance))
+                                for t in report.timed if t.failure(tolerance)]
     where = "in Triton's interpreter" if device == "cpu" else f"on {fingerprint.gpu}"
     return CheckReport(reports, where)
+
+
+def compile_ahead(files: list[Path], kernel_modules: tuple[str, ...],
+                  timed_gpu: str | None) -> None:
+    """Compile every config the check will run (at the small shape, and at the winner's own
+    shape in the files of `timed_gpu`, which it times) in a pool of processes, as a sweep
+    does, so that a cold Triton cache costs seconds, not a minute of compiles one after
+    another (the first check on a fresh H200 timed out at 100 s)."""
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.precompile import Job, default_jobs, pin_triton_cache_dir, precompile
+
+    jobs = []
+    for path in files:
+        _, rows = read_rows(path)
+        try:
+            spec = get_spec(path.stem)
+        except TlabError:
+            continue  # reported by the check itself
+        for _, w in rows:
+            config = parse_config_text(w.config)
+            jobs.append(Job(w.kernel, tuple(spec.small_shapes[0].sizes), w.dtype, 0, config))
+            if path.parent.name == timed_gpu:
+                jobs.append(Job(w.kernel, shape_sizes(w.shape), w.dtype, 0, config))
+    pin_triton_cache_dir()
+    precompile(jobs, processes=default_jobs(), kernel_modules=kernel_modules)

@@ -32,9 +32,10 @@ def check(
         "again (default) or only check them.")] = True,
     repeats: Annotated[int, typer.Option(
         "--repeats", metavar="N", min=1, help="On a matching GPU: passes over the winners, "
-        "each in a fresh worker process (two time every winner, the rest only those still "
-        "too slow); the best of their medians is held to the tolerance, and their spread "
-        "is shown.")] = 3,
+        "each in a fresh worker process. Two time every winner; the rest re-time only those "
+        "still too slow, beside the PyTorch op at their shape, so that a GPU slower than the "
+        "one that recorded them is told from a slower winner. The best of the medians is "
+        "held to the tolerance, and their spread is shown.")] = 4,
     regret: Annotated[bool, typer.Option(
         "--regret", help="Also tune held-out shapes between the tuned ones (on this GPU) and "
         "report how much the nearest-shape rule of lookup() loses there.")] = False,
@@ -85,18 +86,21 @@ def _regret_table(item) -> Table:
 def _timing_table(item) -> Table:
     table = Table(title=f"{item.path}: winners timed again (best of fresh workers)")
     for column in ("line", "dtype", "shape", "recorded ms", "now ms", "now / recorded",
-                   "spread"):
+                   "op now / recorded", "relative", "spread"):
         table.add_column(column, justify="right")
     for t in item.timed:
         now = f"{t.measured_ms:.4g}" if t.measured_ms is not None else t.status
         ratio = f"{t.ratio:.2f}x" if t.ratio is not None else "-"
+        op = f"{t.op_ratio:.2f}x" if t.op_ratio is not None else "-"
+        relative = f"{t.relative:.2f}x" if t.relative is not None else "-"
         spread = f"{100 * t.spread:.1f}%" if t.spread is not None else "-"
         table.add_row(str(t.line), t.winner.dtype, t.winner.shape, f"{t.winner.p50_ms:.4g}",
-                      now, ratio, spread)
+                      now, ratio, op, relative, spread)
     spreads = sorted(t.spread for t in item.timed if t.spread is not None)
     if spreads:
         table.caption = (f"spread of the medians across fresh workers: median "
-                         f"{100 * spreads[len(spreads) // 2]:.1f}%, largest {100 * spreads[-1]:.1f}%")
+                         f"{100 * spreads[len(spreads) // 2]:.1f}%, largest {100 * spreads[-1]:.1f}%"
+                         "; the op is timed only beside a winner slower than allowed")
     return table
 
 
