@@ -72,6 +72,30 @@ def test_winner_and_its_baseline_ratio_come_from_the_confirmations():
     assert winner.speedup == pytest.approx(2.2 / 1.06)
 
 
+def test_a_winners_ratios_come_from_its_own_run_on_its_own_gpu():
+    """Runs on different days may be different GPUs: the winner of a later run is compared
+    with the baselines of that run, not with faster ones of an earlier run or a later one."""
+    from tritonbench_lab.winners import pick_winners, shape_results
+
+    early = [row("torch", "", 1.8, confirmed=True, run_id="a"),
+             row("inductor", "", 1.5, confirmed=True, run_id="a"),
+             row(config="w=1", p50=1.2, confirmed=True, run_id="a")]
+    late = [row("torch", "", 2.0, confirmed=True, run_id="b"),
+            row(config="w=2", p50=1.0, confirmed=True, run_id="b")]
+    latest_op = [row("torch", "", 1.6, confirmed=True, run_id="c",
+                     timestamp="2026-11-30T11:00:00+00:00")]
+    (winner,) = pick_winners(early + late + latest_op)
+    assert (winner.config, winner.run_id) == ("w=2", "b")
+    # run b timed torch alone: inductor (run a) and torch's newer row (run c) stay out
+    assert (winner.best_baseline, winner.op_p50_ms) == ("torch", 2.0)
+    assert winner.speedup == pytest.approx(2.0)
+    (result,) = shape_results(early + late + latest_op)
+    assert set(result.baselines) == {"torch"}
+    # A winner whose run timed no baseline keeps the baselines that stand.
+    (alone,) = pick_winners(early + [row(config="w=2", p50=1.0, confirmed=True, run_id="d")])
+    assert (alone.best_baseline, alone.speedup) == ("inductor", pytest.approx(1.5))
+
+
 # --- which rows are re-timed -----------------------------------------------------------------
 
 def test_leaders_to_confirm_are_the_fastest_configs_and_every_baseline():

@@ -10,7 +10,11 @@ Per (kernel, dtype, shape):
    else its fastest timed row, else its newest row (so a failure still shows);
 4. the winner is the fastest representative `ok` Triton row, among the confirmed ones when
    any is confirmed (records.fastest); a Triton row that was wrong never wins;
-5. a baseline is drawn and compared even when outside the tolerance (it is timed, and the
+5. the baselines that stand beside the winner are those timed in the winner's own run when
+   that run timed any (their newest rows in it), so that every ratio compares numbers from
+   one run, on one GPU (the device is lent: two runs may be two H200s 10% apart); a
+   baseline that run did not time is left out rather than compared across runs;
+6. a baseline is drawn and compared even when outside the tolerance (it is timed, and the
    row says `wrong_result`); the best baseline for the speed-up is the fastest `ok` one, and
    the PyTorch op's own time (the `torch` baseline, records.TORCH_OP) is kept beside it:
    `ops` calls tlab's kernel only where it beats that op.
@@ -65,8 +69,9 @@ def shape_results(records: list[Record]) -> list[ShapeResult]:
     out = []
     for (kernel, dtype, shape), rows in groups.items():
         result = ShapeResult(kernel, dtype, shape)
+        current = newest_toolchain(rows)
         by_key: dict[tuple[str, str], list[Record]] = defaultdict(list)
-        for r in standing(newest_toolchain(rows)):
+        for r in standing(current):
             by_key[(r.provider, r.config)].append(r)
         for (provider, config), mine in by_key.items():
             if provider == TRITON:
@@ -74,9 +79,19 @@ def shape_results(records: list[Record]) -> list[ShapeResult]:
             else:
                 result.baselines[provider] = _representative(mine)
         result.winner = fastest([r for r in result.configs.values() if r.status == OK])
+        if result.winner is not None:
+            result.baselines = _baselines_of_run(current, result.winner.run_id) or result.baselines
         out.append(result)
     out.sort(key=lambda s: (s.kernel, s.dtype, _size_order(s.shape)))
     return out
+
+
+def _baselines_of_run(rows: list[Record], run_id: str) -> dict[str, Record]:
+    """Rule 5: each baseline's representative among its rows of one run."""
+    by_provider: dict[str, list[Record]] = defaultdict(list)
+    for r in standing([r for r in rows if r.provider != TRITON and r.run_id == run_id]):
+        by_provider[r.provider].append(r)
+    return {provider: _representative(mine) for provider, mine in by_provider.items()}
 
 
 def _size_order(shape: str) -> tuple[int, ...]:
