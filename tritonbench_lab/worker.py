@@ -211,16 +211,25 @@ def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: in
 @contextlib.contextmanager
 def _sigint_held():
     """Hold Ctrl-C while a child is spawned: interrupted half-way, start() leaves a child that
-    dies printing a traceback and a Process that cannot be joined. A pending Ctrl-C is raised
-    as soon as the child has its arguments. (Only the main thread receives signals.)"""
+    dies printing a traceback and a Process that cannot be joined. A Ctrl-C that lands here
+    is noted and raised as soon as the child has its arguments. A Python handler, not a
+    signal mask: the OS gives the signal to any thread that does not block it, and Python
+    then runs its handler in the main thread wherever that thread is. (Only the main thread
+    may set handlers, and only it receives KeyboardInterrupt.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    pending: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, previous)
+        if pending and previous is not signal.SIG_IGN:
+            if callable(previous):
+                previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+            else:
+                raise KeyboardInterrupt
 
 
 class Worker:
