@@ -268,7 +268,10 @@ def compile_ahead(files: list[Path], kernel_modules: tuple[str, ...],
         except TlabError:
             continue  # reported by the check itself
         for _, w in rows:
-            config = parse_config_text(w.config)
+            try:
+                config = parse_config_text(w.config)
+            except ValueError:
+                continue  # reported by the check itself
             jobs.append(Job(w.kernel, tuple(spec.small_shapes[0].sizes), w.dtype, 0, config))
             if path.parent.name == timed_gpu:
                 jobs.append(Job(w.kernel, shape_sizes(w.shape), w.dtype, 0, config))
