@@ -95,16 +95,14 @@ def retime(items: list[tuple[Path, int, Winner]], tolerance: float,
     op_samples: list[list[float]] = [[] for _ in items]
     failed: dict[int, str] = {}
 
-    def too_slow(i: int) -> bool:
-        w = items[i][2]
-        ratio = min(samples[i]) / w.p50_ms
-        if op_samples[i]:
-            ratio /= min(op_samples[i]) / w.op_p50_ms
-        return ratio > 1 + tolerance
+    def so_far(i: int) -> Retimed:
+        path, line, w = items[i]
+        return Retimed(path, line, w, tuple(samples[i]), failed.get(i, OK), tuple(op_samples[i]))
 
     for attempt in range(max(1, repeats)):
         # Two passes give every winner a spread; later ones only re-time the slow.
-        todo = [i for i in range(len(items)) if i not in failed and (attempt < 2 or too_slow(i))]
+        todo = [i for i in range(len(items)) if i not in failed and (
+            attempt < 2 or so_far(i).failure(tolerance))]
         if not todo:
             break
         worker = Worker(interpret, kernel_modules)
@@ -130,5 +128,4 @@ def retime(items: list[tuple[Path, int, Winner]], tolerance: float,
                         op_samples[i].append(op.p50_ms)
         finally:
             worker.stop()
-    return [Retimed(path, line, w, tuple(samples[i]), failed.get(i, OK), tuple(op_samples[i]))
-            for i, (path, line, w) in enumerate(items)]
+    return [so_far(i) for i in range(len(items))]

@@ -70,28 +70,27 @@ def shape_results(records: list[Record]) -> list[ShapeResult]:
     for (kernel, dtype, shape), rows in groups.items():
         result = ShapeResult(kernel, dtype, shape)
         current = newest_toolchain(rows)
-        by_key: dict[tuple[str, str], list[Record]] = defaultdict(list)
-        for r in standing(current):
-            by_key[(r.provider, r.config)].append(r)
-        for (provider, config), mine in by_key.items():
-            if provider == TRITON:
-                result.configs[config] = _representative(mine)
-            else:
-                result.baselines[provider] = _representative(mine)
+        result.configs = _representatives(standing(current), TRITON)
+        result.baselines = _representatives(standing(current))
         result.winner = fastest([r for r in result.configs.values() if r.status == OK])
-        if result.winner is not None:
-            result.baselines = _baselines_of_run(current, result.winner.run_id) or result.baselines
+        if result.winner is not None:  # rule 5
+            mine = standing([r for r in current if r.run_id == result.winner.run_id])
+            result.baselines = _representatives(mine) or result.baselines
         out.append(result)
     out.sort(key=lambda s: (s.kernel, s.dtype, _size_order(s.shape)))
     return out
 
 
-def _baselines_of_run(rows: list[Record], run_id: str) -> dict[str, Record]:
-    """Rule 5: each baseline's representative among its rows of one run."""
-    by_provider: dict[str, list[Record]] = defaultdict(list)
-    for r in standing([r for r in rows if r.provider != TRITON and r.run_id == run_id]):
-        by_provider[r.provider].append(r)
-    return {provider: _representative(mine) for provider, mine in by_provider.items()}
+def _representatives(rows: list[Record], provider: str | None = None) -> dict[str, Record]:
+    """Rule 3 over standing rows: Triton configs by config text (`provider` TRITON), or the
+    baselines by provider (None)."""
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for r in rows:
+        if provider == TRITON and r.provider == TRITON:
+            groups[r.config].append(r)
+        elif provider is None and r.provider != TRITON:
+            groups[r.provider].append(r)
+    return {key: _representative(mine) for key, mine in groups.items()}
 
 
 def _size_order(shape: str) -> tuple[int, ...]:
