@@ -227,6 +227,24 @@ def test_a_finished_sweep_run_again_confirms_nothing(tmp_path, monkeypatch):
     assert results.read_bytes() == before
 
 
+def test_a_fresh_sweep_confirms_again_what_earlier_runs_confirmed(tmp_path, monkeypatch):
+    """An earlier run's confirmation (another day, maybe a faster GPU) would keep winning with
+    its old time if --fresh only confirmed its own leaders: it is confirmed again."""
+    times = {b: [2.0, 2.0] for b in BASELINES}
+    times |= {"w=1": [1.00, 1.02], "w=2": [1.10], "w=4": [1.20], "w=8": [1.30]}
+    _, _, first = scripted_sweep(tmp_path, monkeypatch, times, confirm=1)
+    assert (first.p50_ms, "num_warps=1" in first.config) == (1.02, True)
+    # Today w=1 runs slow in the first pass and w=2 leads; w=1 really is slower today.
+    times = {b: [2.1, 2.1] for b in BASELINES}
+    times |= {"w=1": [1.50, 1.40], "w=2": [1.10, 1.12], "w=4": [1.20], "w=8": [1.30]}
+    log, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=1, fresh=True)
+    assert log[log.index("new", 1) + 1:-2] == ["w=2", *BASELINES, "w=1"]
+    assert (winner.p50_ms, "num_warps=2" in winner.config) == (1.12, True)
+    assert winner.run_id == rows[-1].run_id != first.run_id
+    # Without the second confirmation, w=1's 1.02 from the first run would stand and win.
+    assert [r.p50_ms for r in standing(rows) if r.confirmed and "num_warps=1" in r.config] == [1.40]
+
+
 def test_a_sweep_cut_short_while_confirming_is_confirmed_by_the_next_run(
         tmp_path, monkeypatch):
     times = {b: [2.0, 2.2] for b in BASELINES}

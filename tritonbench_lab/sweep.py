@@ -167,6 +167,15 @@ class _Run:
         self.done = {r.key() for r in existing}
         # With --fresh only this run's rows compete; otherwise every row of this toolchain.
         self.rows: dict[tuple[str, str], list[Record]] = {}
+        # --fresh: configs confirmed by earlier runs of this toolchain still stand in the file
+        # with their old times (another day, maybe another GPU); each is confirmed again, so
+        # that no stale confirmation can win over this run's.
+        self.earlier_confirmed: dict[tuple[str, str], list[str]] = {}
+        if request.fresh:
+            for r in standing([r for r in load_records(request.results_file)
+                               if is_same_toolchain(request, r)]):
+                if r.provider == TRITON and r.confirmed and r.status == OK:
+                    self.earlier_confirmed.setdefault((r.dtype, r.shape), []).append(r.config)
         for r in existing:
             if is_same_toolchain(request, r):
                 self.rows.setdefault((r.dtype, r.shape), []).append(r)
@@ -238,10 +247,15 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
     for _ in range(1 + request.confirm):
         leaders = leaders_to_confirm(run.rows.get(key, []), request.confirm)
         if not leaders:
-            return
+            break
         run.queued(len(leaders), CONFIRM)
         yield Batch([task(parse_config_text(r.config), CONFIRM, r.provider) for r in leaders],
                     CONFIRM)
+    mine = {r.config for r in run.rows.get(key, []) if r.provider == TRITON and r.confirmed}
+    stale = [c for c in run.earlier_confirmed.get(key, []) if c not in mine]
+    if stale:
+        run.queued(len(stale), CONFIRM)
+        yield Batch([task(parse_config_text(c), CONFIRM) for c in stale], CONFIRM)
 
 
 def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of) -> Pipeline:
