@@ -185,7 +185,7 @@ def test_leaders_are_retimed_in_a_fresh_worker_and_slow_ones_let_the_next_in(
 
 
 def test_confirmations_take_their_own_budget_and_rows_record_it(tmp_path, monkeypatch):
-    from tritonbench_lab.timing import BenchOptions
+    from tritonbench_lab.timing import STEADY_WARMUP_MS, BenchOptions
 
     times = {b: [2.0, 2.2] for b in BASELINES}
     times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
@@ -198,10 +198,12 @@ def test_confirmations_take_their_own_budget_and_rows_record_it(tmp_path, monkey
     # (--timing auto): both clocks until the shape has a time, events alone once its fastest
     # (here 1-2 ms, every row) is over timing.BOTH_CLOCKS_BELOW_MS.
     both = dataclasses.replace(short, timing="both")
-    short, full = (dataclasses.replace(b, timing="events") for b in (short, full))
+    # The confirmations of so long a kernel also warm up to the GPU's steady clock.
+    short = dataclasses.replace(short, timing="events")
+    full = dataclasses.replace(full, timing="events", warmup_ms=STEADY_WARMUP_MS)
     assert budgets == [both] * len(BASELINES) + [short] * 4 + [full] * (len(BASELINES) + 4)
-    assert {(r.phase, r.method, r.rep_ms) for r in rows} == {
-        ("sweep", "do_bench", 5), ("confirm", "do_bench", 100)}
+    assert {(r.phase, r.method, r.warmup_ms, r.rep_ms) for r in rows} == {
+        ("sweep", "do_bench", 5, 5), ("confirm", "do_bench", STEADY_WARMUP_MS, 100)}
     assert winner.p50_ms == 1.04 and winner.rep_ms == 100
 
 

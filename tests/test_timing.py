@@ -9,6 +9,7 @@ from tritonbench_lab.timing import (
     BOTH_CLOCKS_BELOW_MS,
     DISAGREE,
     SHORT_KERNEL_MS,
+    STEADY_WARMUP_MS,
     BenchOptions,
     judge,
     quantiles,
@@ -94,6 +95,14 @@ def test_auto_timing_ranks_the_first_pass_by_graph_and_takes_both_elsewhere(tmp_
     assert request.bench_for(CONTEND, "torch", long).timing == "events"
     assert request.bench_for(CONFIRM, TRITON, short).timing == "both"
     assert request.bench_for(SWEEP, TRITON, long).timing == "cudagraph"
+    # ... and the timings that decide warm the GPU to its steady clock first there.
+    assert request.bench_for(CONFIRM, TRITON, long).warmup_ms == STEADY_WARMUP_MS
+    assert request.bench_for(CONTEND, "torch", long).warmup_ms == STEADY_WARMUP_MS
+    assert events.bench_for(CONFIRM, TRITON, long).warmup_ms == STEADY_WARMUP_MS
+    for phase, fastest in ((SWEEP, long), (CONFIRM, short), (CONFIRM, None)):
+        assert request.bench_for(phase, TRITON, fastest).warmup_ms == request.bench.warmup_ms
+    patient = dataclasses.replace(request, bench=BenchOptions(warmup_ms=STEADY_WARMUP_MS * 2))
+    assert patient.bench_for(CONTEND, TRITON, long).warmup_ms == STEADY_WARMUP_MS * 2
 
 
 @pytest.mark.gpu

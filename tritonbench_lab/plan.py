@@ -22,7 +22,7 @@ from pathlib import Path
 from tritonbench_lab.env import Fingerprint
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.layout import Layout
-from tritonbench_lab.records import CONFIRM, KEY_COLUMNS, SWEEP, TRITON, Record
+from tritonbench_lab.records import CONFIRM, CONTEND, KEY_COLUMNS, SWEEP, TRITON, Record
 from tritonbench_lab.space import DeviceLimits, Space, config_text, load_space
 from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype
 from tritonbench_lab.store import check_appendable
@@ -81,8 +81,9 @@ class SweepRequest:
         (`--timing`): 'auto' ranks the first pass by the CUDA-graph clock alone (launch
         overhead cannot reorder short kernels, at no extra cost) and takes both clocks
         everywhere else (timing.py: which judges), except at a shape whose fastest row so far
-        (`fastest_ms`) takes timing.BOTH_CLOCKS_BELOW_MS or more, where events alone do."""
-        from tritonbench_lab.timing import BOTH_CLOCKS_BELOW_MS
+        (`fastest_ms`) takes timing.BOTH_CLOCKS_BELOW_MS or more, where events alone do, and
+        the contenders and confirmations warm up for timing.STEADY_WARMUP_MS at least."""
+        from tritonbench_lab.timing import BOTH_CLOCKS_BELOW_MS, STEADY_WARMUP_MS
 
         first_pass = phase == SWEEP and provider == TRITON and self.first_bench is not None
         if phase == CONFIRM and self.confirm_bench:
@@ -92,10 +93,13 @@ class SweepRequest:
         else:
             bench = self.bench
         timing = self.timing
+        long = fastest_ms is not None and fastest_ms >= BOTH_CLOCKS_BELOW_MS
         if timing == "auto":
-            long = fastest_ms is not None and fastest_ms >= BOTH_CLOCKS_BELOW_MS
             timing = "cudagraph" if first_pass else "events" if long else "both"
-        return dataclasses.replace(bench, timing=timing)
+        warmup = bench.warmup_ms
+        if long and phase in (CONTEND, CONFIRM):
+            warmup = max(warmup, STEADY_WARMUP_MS)
+        return dataclasses.replace(bench, timing=timing, warmup_ms=warmup)
 
     @property
     def layout(self) -> Layout:

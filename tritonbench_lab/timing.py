@@ -36,6 +36,13 @@ DISAGREE = 0.10  # events and graph medians further apart than this raise the ro
 # 8192^3 bf16 events/graph 1.00 and 0.98 median): `auto` then takes events alone, at half
 # the cost, wherever the shape's fastest time so far is this long (plan.bench_for).
 BOTH_CLOCKS_BELOW_MS = 0.1
+# A GPU that has idled runs its first ~100 ms of heavy load at its boost clock, then settles
+# lower (H200, 2026-12-02: 1980 MHz, then ~1500 MHz at 8192^3 bf16). After do_bench's 25 ms of
+# warm-up, the median of six timings of one 8192^3 matmul, each after 0.5 s idle, ranged
+# 14.5%; after 250 ms, 0.6%. So the timings that decide (contenders, confirmations, and
+# check's, which repeats a row's budget) warm up this long at shapes of BOTH_CLOCKS_BELOW_MS
+# and more (plan.bench_for); shorter kernels take too little power to move the clock.
+STEADY_WARMUP_MS = 250
 FLUSH_BYTES = 256 * 1024 * 1024  # what do_bench clears; more than any GPU's L2
 # Calls captured in one graph (each with two event nodes): enough samples per replay, and
 # a capture short enough to cost little next to the budget; a longer budget replays it more.
