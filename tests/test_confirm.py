@@ -113,6 +113,20 @@ def test_leaders_to_confirm_are_the_fastest_configs_and_every_baseline():
     assert [(r.provider, r.config) for r in leaders_to_confirm(rows, 2)] == [(TRITON, "w=1")]
 
 
+def test_after_a_short_first_pass_the_leaders_are_among_the_contenders():
+    """A first-pass time (5 ms of do_bench, often at the boost clock) is not comparable with
+    a contender's full-budget one: a config left out of the contenders must not lead."""
+    from tritonbench_lab.sweep import leaders_to_confirm
+
+    rows = [row("torch", "", 2.0), row(config="w=1", p50=1.0), row(config="w=2", p50=1.01),
+            row(config="w=4", p50=1.08), row(config="w=1", p50=1.10, phase="contend"),
+            row(config="w=2", p50=1.12, phase="contend")]
+    got = [(r.provider, r.config) for r in leaders_to_confirm(rows, 2)]
+    assert got == [(TRITON, "w=1"), (TRITON, "w=2"), ("torch", "")]
+    # Without contenders (every config had the full budget), every config may lead.
+    assert [r.config for r in leaders_to_confirm(rows[:4], 2)] == ["w=1", "w=2", ""]
+
+
 # --- the sweep loop, with a scripted worker ------------------------------------------------------
 
 class ScriptedWorker:

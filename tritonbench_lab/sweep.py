@@ -136,11 +136,19 @@ def leaders_to_confirm(rows: list[Record], count: int) -> list[Record]:
     re-time: the `count` fastest Triton configs and every baseline, unless confirmed already
     (Triton configs first: a round cut short leaves its baselines unconfirmed, which is how
     a later run knows to confirm the shape). Confirmed leaders that came out slower let
-    others into the top `count`: the next round."""
+    others into the top `count`: the next round. Where a short first pass had contenders,
+    the leaders are among them."""
     if count <= 0:
         return []
     fastest: dict[tuple[str, ...], Record] = {}  # per key; --fresh can leave several rows
-    for r in standing(rows):
+    rows = standing(rows)
+    if any(r.phase == CONTEND and r.provider == TRITON for r in rows):
+        # Once the contenders have full-budget times, only they can lead: a first-pass time
+        # is not comparable with theirs (a short budget, often at the boost clock of a GPU
+        # that had idled: 8192^3 first passes ran ~5% faster), and contenders.py judged the
+        # others unable to win.
+        rows = [r for r in rows if r.provider != TRITON or r.phase != SWEEP]
+    for r in rows:
         if r.status == OK and r.p50_ms and (
                 r.key() not in fastest or r.p50_ms < fastest[r.key()].p50_ms):
             fastest[r.key()] = r
