@@ -73,6 +73,8 @@ def test_configs_tuned_before_a_parameter_was_added_still_pass(root):
 
 def test_corrupted_files_fail_with_one_line_per_problem(root):
     folder = root / "configs" / "nvidia-h200"
+    for path in folder.glob("*.csv"):  # a few rows a file: `make check` runs every one
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:5]))
     edit(folder / "matmul.csv", "p50_ms,throughput", "p50,throughput")
     edit(folder / "softmax.csv", "ROWS=1 num_warps=8", "ROWS=3 num_warps=8")
     edit(folder / "rmsnorm.csv", "ROWS=1 num_warps=4", "ROWS=1 num_warps=4 SPLIT=2")
