@@ -249,7 +249,7 @@ CASES = [
     case("sweep-jobs-zero", [*SWEEP, "--jobs", "0"], ["'--jobs'", "greater than or equal to 1"]),
     case("sweep-confirm-rep-ms-text", [*SWEEP, "--confirm-rep-ms", "soon"],
          ["'--confirm-rep-ms'", "valid integer"]),
-    case("check-kernel-without-configs", ["check", "--root", str(REPO), "--kernel", "layernorm"],
+    case("check-kernel-without-configs", ["check", "--root", "{tmp}", "--kernel", "layernorm"],
          ["no config files under", "for kernel(s) layernorm"]),
 ]
 

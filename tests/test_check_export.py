@@ -84,7 +84,7 @@ def test_corrupted_files_fail_with_one_line_per_problem(root):
     fields[4] = "fast"
     lines[1] = ",".join(fields)
     (folder / "add_rmsnorm.csv").write_text("\n".join(lines) + "\n")
-    shutil.copy(folder / "rmsnorm.csv", folder / "layernorm.csv")  # an unknown kernel
+    shutil.copy(folder / "rmsnorm.csv", folder / "groupnorm.csv")  # an unknown kernel
 
     result = tlab("check", "--root", str(root), "--interpret")
     assert result.returncode == 1
@@ -94,7 +94,7 @@ def test_corrupted_files_fail_with_one_line_per_problem(root):
         "softmax.csv:": "is outside the softmax space: ROWS=3 is not one of",
         "rmsnorm.csv:": "unknown parameter(s) SPLIT",
         "add_rmsnorm.csv:2": "p50_ms is not a number: 'fast'",
-        "layernorm.csv:1": "unknown kernel 'layernorm'",
+        "groupnorm.csv:1": "unknown kernel 'groupnorm'",
     }
     for where, reason in expected.items():
         hits = [e for e in errors if where in e and reason in e]
@@ -142,6 +142,7 @@ def test_kernel_and_dtype_filters_pick_the_files_and_rows_checked(root):
                  .read_text().splitlines() if ",fp16," in line]
     assert fp16_rows
     assert f"checked 1 file(s), {len(fp16_rows)} valid row(s)" in result.stdout
+    (root / "configs" / "nvidia-h200" / "layernorm.csv").unlink(missing_ok=True)  # none yet
     missing = tlab("check", "--root", str(root), "--interpret", "--kernel", "layernorm")
     assert missing.returncode == 2
     assert missing.stderr.strip().endswith("for kernel(s) layernorm")

@@ -22,6 +22,8 @@ _BUILTIN: dict[str, str] = {
     "softmax": "tritonbench_lab.kernels.softmax:SPEC",
     "rmsnorm": "tritonbench_lab.kernels.rmsnorm:SPEC",
     "add_rmsnorm": "tritonbench_lab.kernels.rmsnorm:ADD_SPEC",
+    "layernorm": "tritonbench_lab.kernels.layernorm:SPEC",
+    "add": "tritonbench_lab.kernels.add:SPEC",
 }
 
 # Kernels from user modules, by name; they may not shadow built-in names.
