@@ -12,7 +12,7 @@ from tritonbench_lab.spec import Shape
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 DTYPE_IDS = ["fp32", "fp16", "bf16"]
 # One element, a prime, just past powers of two (a one-element last block), many blocks.
-LENGTHS = [1, 3, 1021, 4097, 65537, 300_001]
+LENGTHS = [1, 3, 1021, 4097, 65537, 70_001]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -57,3 +57,15 @@ def test_add_rejects_bad_input(device):
         add(torch.randn(4, 4, device=device).t(), torch.randn(4, 4, device=device))
     with pytest.raises(TlabError, match="at least one element"):
         SPEC.check_shape(Shape.of(n=0))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_add_default_shapes_on_gpu(dtype, device):
+    for shape in SPEC.default_shapes:
+        inputs = SPEC.make_inputs(shape, dtype, device, seed=6)
+        for config in configs_for(SPEC, shape, dtype):
+            verdict = run_and_check(SPEC, inputs, config, dtype)
+            assert verdict.ok, f"{shape} {config}: {verdict.detail}"
+        assert torch.equal(SPEC.launch(inputs, SPEC.space.default, SPEC.allocate_outputs(inputs))[0],
+                           inputs["x"] + inputs["y"])  # rounded once, as torch.add on the GPU
