@@ -122,3 +122,7 @@ def test_to_shapes_rejects_the_wrong_number_of_sizes():
     assert str(info.value) == (
         "shape '4096x1024' has 2 sizes but matmul shapes are MxNxK (3 sizes) or a single size"
     )
+    # A one-dimensional kernel (add) takes single sizes only, and says so.
+    with pytest.raises(TlabError) as info:
+        to_shapes([(3, 4)], ("n",), lambda n: Shape.of(n=n), "add")
+    assert str(info.value) == "shape '3x4' has 2 sizes but add shapes are a single size (n)"

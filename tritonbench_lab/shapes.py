@@ -149,9 +149,9 @@ def to_shapes(
             shape = Shape(tuple(zip(dims, size, strict=True)))
         else:
             text = "x".join(str(v) for v in size)
+            accepted = (f"a single size ({dims[0]})" if len(dims) == 1 else
+                        f"{'x'.join(dims)} ({len(dims)} sizes) or a single size")
             raise TlabError(
-                f"shape {text!r} has {len(size)} sizes but {kernel} shapes are "
-                f"{'x'.join(dims)} ({len(dims)} sizes) or a single size"
-            )
+                f"shape {text!r} has {len(size)} sizes but {kernel} shapes are {accepted}")
         shapes[shape] = None
     return list(shapes)
