@@ -30,14 +30,16 @@ def configs_for(spec: KernelSpec, shape: Shape, dtype: torch.dtype, count: int =
                 size *= value
         return size * config.get("num_warps", 1)
 
-    chosen = [spec.space.default, min(kept, key=tile), max(kept, key=tile)]
-    rng = random.Random(seed)
-    while len(chosen) < count + 2 and len(chosen) < len(kept):
-        chosen.append(rng.choice(kept))
-    unique = []
-    for config in chosen:
+    # The default config where it runs at this shape (softmax's does not on rows wider than
+    # one program holds).
+    default = [spec.space.default] if spec.space.complete(spec.space.default) in kept else []
+    unique: list[Config] = []
+    for config in default + [min(kept, key=tile), max(kept, key=tile)]:
         if config not in unique:
             unique.append(config)
+    others = [config for config in kept if config not in unique]
+    missing = max(0, count + 2 - len(unique))  # distinct random others up to count + 2
+    unique += random.Random(seed).sample(others, min(len(others), missing))
     return unique
 
 

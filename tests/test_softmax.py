@@ -1,11 +1,13 @@
 """softmax against float64 torch on awkward shapes, strides, extreme values and configs."""
 
+import dataclasses
+
 import pytest
 import torch
 from kernel_cases import configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.kernels.softmax import MAX_COLS, SPEC, softmax
+from tritonbench_lab.kernels.softmax import MAX_COLS, MAX_ROW_COLS, SPEC, default_config, softmax
 from tritonbench_lab.space import HOPPER, config_short
 from tritonbench_lab.spec import Shape
 from tritonbench_lab.verify import check
@@ -18,7 +20,8 @@ AWKWARD = [
     (7, 3),  # fewer columns than any thread count
     (263, 781),  # many rows (a prime count: no ROWS divides it), odd width
     (3, 4097),  # just past a power of two: nearly half the block is padding
-    (2, MAX_COLS),  # the widest supported row
+    (2, MAX_ROW_COLS),  # the widest row one program holds
+    (2, MAX_ROW_COLS + 1),  # one column more: only split or walked (TILES > 1) configs
     (64, 1000),
 ]
 
@@ -69,7 +72,7 @@ def test_softmax_persistent_programs_cover_every_row(rows_cols, device):
     (5, 1000, 4),  # ragged last piece
     (2, 3, 8),  # fewer columns than pieces: pieces of one column, most of them padding
     (9, 300, 16),  # several rows, ragged pieces of 18-19 columns
-    (2, MAX_COLS, 16),
+    (2, MAX_ROW_COLS, 16),
 ], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_softmax_split_rows_match_torch(rows_cols_split, dtype, device):
@@ -105,15 +108,80 @@ def test_softmax_configs_tuned_before_split_run_one_program_per_row(device):
     assert check((y,), (torch.softmax(x.double(), dim=-1),), SPEC.tolerance[torch.float32]).ok
 
 
+@pytest.mark.parametrize("rows_cols_split_tiles", [
+    (1, MAX_ROW_COLS + 1, 1, 8),  # one program walks the row in 8 tiles; the last holds 1
+    (3, 131_075, 8, 4),  # pieces of 32,768 in tiles of 8,192; ragged last piece
+    (2, 70_001, 4, 2),
+    (1, 131_075, 64, 1),  # 64 pieces held in registers; most of the last ones padding
+], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_softmax_wide_rows_split_and_walked(rows_cols_split_tiles, dtype, device):
+    rows, cols, split, tiles = rows_cols_split_tiles
+    inputs = SPEC.make_inputs(Shape.of(rows=rows, cols=cols), dtype, device, seed=cols)
+    for warps in (1, 4):
+        config = {"ROWS": 1, "num_warps": warps, "PER_SM": 0, "SPLIT": split, "TILES": tiles}
+        verdict = run_and_check(SPEC, inputs, config, dtype)
+        assert verdict.ok, f"{config}: {verdict.detail}"
+
+
+def test_softmax_online_rule_rescales_when_a_later_tile_holds_the_max(device):
+    # Row 0 rises, so every tile raises the running max (a sum not rescaled by
+    # exp(old max - new max) is off by orders of magnitude); row 1 falls; row 2 starts with a
+    # tile of -inf (a running max of -inf must not turn the sum into NaN).
+    cols = MAX_ROW_COLS + 4000
+    ramp = torch.linspace(-40.0, 40.0, cols, device=device)
+    x = torch.stack([ramp, ramp.flip(0), ramp.clone()])
+    x[2, :20_000] = float("-inf")
+    expected = (torch.softmax(x.double(), dim=-1),)
+    for split, tiles in ((1, 8), (2, 4), (4, 2)):
+        y = softmax(x, {"ROWS": 1, "num_warps": 2, "PER_SM": 0, "SPLIT": split, "TILES": tiles})
+        verdict = check((y,), expected, SPEC.tolerance[torch.float32])
+        assert verdict.ok, f"SPLIT={split} TILES={tiles}: {verdict.detail}"
+        assert (y[2, :20_000] == 0).all()
+
+
+def test_softmax_space_for_rows_wider_than_one_program():
+    fp32 = 4
+    kept, pruned = SPEC.space.prune({"rows": 512, "cols": 1_048_576}, fp32, HOPPER)
+    reasons = {config_short(c): why for c, why in pruned}
+    base = {"ROWS": 1, "num_warps": 8, "PER_SM": 0}
+    assert "need SPLIT > 1 or TILES > 1" in reasons[config_short({**base, "SPLIT": 1, "TILES": 1})]
+    assert {**base, "SPLIT": 128, "TILES": 1} in kept  # pieces of 8,192 in registers
+    assert {**base, "SPLIT": 32, "TILES": 4} in kept  # pieces of 32,768 walked in 4 tiles
+    assert "wider than one program" in reasons[config_short({**base, "SPLIT": 2, "TILES": 2})]
+    assert "narrower than 2048" in reasons[config_short({**base, "SPLIT": 128, "TILES": 8})]
+    # Every piece of a row must be able to be resident at once: no more pieces than SMs.
+    a100_like = dataclasses.replace(HOPPER, sms=108)
+    few_sms = dict((config_short(c), why) for c, why in SPEC.space.prune(
+        {"rows": 512, "cols": 1_048_576}, fp32, a100_like)[1])
+    assert "108 SMs" in few_sms[config_short({**base, "SPLIT": 128, "TILES": 1})]
+    # Rows that fit one program are never read twice.
+    narrow = SPEC.space.prune({"rows": 8192, "cols": MAX_ROW_COLS}, fp32, HOPPER)[1]
+    assert any("would read them twice" in why for _, why in narrow)
+
+
+@pytest.mark.parametrize("cols", [4096, MAX_ROW_COLS + 1, 131_072, 1_048_576, MAX_COLS])
+def test_softmax_default_config_fits_every_width(cols):
+    config = SPEC.space.complete(default_config(cols))
+    why = SPEC.space.why_pruned(config, {"rows": 4, "cols": cols}, 2, HOPPER)
+    assert why is None, f"{cols}: {why}"
+
+
+def test_softmax_without_a_config_takes_the_wide_default(device):
+    x = torch.randn((2, MAX_ROW_COLS + 3), device=device)
+    assert check((softmax(x),), (torch.softmax(x.double(), dim=-1),),
+                 SPEC.tolerance[torch.float32]).ok
+
+
 def test_softmax_space_keeps_split_for_wide_rows_only():
     fp32 = 4
     kept, pruned = SPEC.space.prune({"rows": 8192, "cols": 65536}, fp32, HOPPER)
     reasons = {config_short(c): why for c, why in pruned}
-    assert {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 16} in kept
+    assert {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 16, "TILES": 1} in kept
     assert "needs ROWS=1 and PER_SM=0" in reasons[config_short(
-        {"ROWS": 2, "num_warps": 4, "PER_SM": 0, "SPLIT": 2})]
+        {"ROWS": 2, "num_warps": 4, "PER_SM": 0, "SPLIT": 2, "TILES": 1})]
     assert "needs ROWS=1 and PER_SM=0" in reasons[config_short(
-        {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 2})]
+        {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 2, "TILES": 1})]
     narrow_kept, narrow_pruned = SPEC.space.prune({"rows": 8192, "cols": 4096}, fp32, HOPPER)
     assert all(c["SPLIT"] == 1 for c in narrow_kept)
     assert any("narrower than 4096" in why for _, why in narrow_pruned)
@@ -125,12 +193,12 @@ def test_softmax_space_prunes_persistent_configs_that_cannot_be_resident():
     reasons = {config_short(c): why for c, why in pruned}
     # 32768 bf16 columns on 128 threads: 256 fp32 + 256 bf16 values per thread.
     assert "registers" in reasons[config_short(
-        {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 1})]
+        {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 1, "TILES": 1})]
     # Two resident programs of 1024 threads leave 32 registers per thread; 48 are needed.
     assert "leave 32" in reasons[config_short(
-        {"ROWS": 1, "num_warps": 32, "PER_SM": 2, "SPLIT": 1})]
-    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 1, "SPLIT": 1} in kept
-    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 0, "SPLIT": 1} in kept
+        {"ROWS": 1, "num_warps": 32, "PER_SM": 2, "SPLIT": 1, "TILES": 1})]
+    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 1, "SPLIT": 1, "TILES": 1} in kept
+    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 0, "SPLIT": 1, "TILES": 1} in kept
     few_rows = SPEC.space.prune({"rows": 3, "cols": 64}, bf16, HOPPER)[1]
     assert any("2 programs of 2 rows would idle" in why for _, why in few_rows)
 
@@ -151,8 +219,10 @@ def test_softmax_masked_entries_get_zero(device):
 
 
 def test_softmax_rejects_rows_wider_than_one_pass(device):
-    with pytest.raises(TlabError, match="online"):
+    with pytest.raises(TlabError, match=f"at most {MAX_COLS} columns"):
         SPEC.check_shape(Shape.of(rows=1, cols=MAX_COLS + 1))
+    with pytest.raises(TlabError, match="SPLIT > 1 or TILES > 1"):
+        softmax(torch.randn(1, MAX_ROW_COLS + 1, device=device), {"num_warps": 4})
     with pytest.raises(TlabError, match="2-D"):
         softmax(torch.randn(2, 3, 4, device=device))
 

@@ -56,7 +56,8 @@ def device_limits(backend: str) -> DeviceLimits:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     shared = getattr(props, "shared_memory_per_block_optin", 0) or HOPPER.shared_memory_bytes
     return DeviceLimits(label=props.name, shared_memory_bytes=int(shared),
-                        tma=(props.major, props.minor) >= TMA_CAPABILITY)
+                        tma=(props.major, props.minor) >= TMA_CAPABILITY,
+                        sms=props.multi_processor_count)
 
 
 @dataclass(frozen=True)

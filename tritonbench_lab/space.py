@@ -37,6 +37,7 @@ class DeviceLimits:
     shared_memory_bytes: int  # per block, opt-in maximum (what Triton's OutOfResources checks)
     max_warps: int = 32  # 1024 threads per block on every NVIDIA GPU since Kepler
     tma: bool = False  # has the tensor memory accelerator (tensor descriptors): sm_90 and newer
+    sms: int = 132  # streaming multiprocessors (H100 SXM and H200: 132)
 
 
 # Hopper (sm_90: H100, H200): Triton reports 232,448 bytes (227 KiB) of shared memory per
@@ -219,9 +220,11 @@ MAX_ELEMENTS_PER_THREAD = 256
 def row_tile_fits(config: Config, sizes: Mapping[str, int], elem_bytes: int,
                   limits: DeviceLimits) -> str | None:
     """Row kernels hold ROWS whole rows (padded to a power of two) in registers at once, or
-    1/SPLIT of one row where SPLIT programs share it."""
+    1/SPLIT of one row where SPLIT programs share it (1/TILES of that where a program walks
+    its piece in TILES tiles)."""
     threads = 32 * config["num_warps"]
-    elements = config.get("ROWS", 1) * next_power_of_2(sizes["cols"]) // config.get("SPLIT", 1)
+    elements = (config.get("ROWS", 1) * next_power_of_2(sizes["cols"])
+                // config.get("SPLIT", 1) // config.get("TILES", 1))
     if config["num_warps"] > limits.max_warps:
         return f"num_warps={config['num_warps']} exceeds {limits.max_warps}"
     if elements > MAX_ELEMENTS_PER_THREAD * threads:

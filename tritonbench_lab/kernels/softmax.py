@@ -8,25 +8,31 @@ once and write y once, 2 * rows * cols * element size; at well under one flop pe
 softmax is bound by memory bandwidth and judged in GB/s.
 
 A program loads ROWS whole rows into registers (one row per program unless rows are narrow),
-so x is read exactly once. The whole row must fit in registers: rows up to 65,536 columns.
-PER_SM > 0 makes the grid persistent (PER_SM programs per SM walk the tiles) and each program
-loads its next tile while it works on the current one: for wide rows one program fills an
-SM, and without this the SM waits idle on every row's loads.
+so x is read exactly once; rows up to 65,536 columns fit. PER_SM > 0 makes the grid
+persistent (PER_SM programs per SM walk the tiles) and each program loads its next tile
+while it works on the current one: for wide rows one program fills an SM, and without this
+the SM waits idle on every row's loads.
 
-SPLIT > 1 shares each row among SPLIT programs (`softmax_split_kernel`). A 65,536-wide fp32
-row is 256 KB, a whole SM's register file: one program per row spills. Each piece's program
-instead keeps exp(x - its own max) in registers, publishes (its max, its sum) in one 64-bit
-word, waits until the row's other pieces have published, and rescales. x is still read once.
-The wait relies on the GPU starting a 1-D grid's programs in launch order (the pieces a
-program waits on are running or start next), which NVIDIA GPUs do, though CUDA does not
-promise it; handing out pieces by an atomic ticket would guarantee it, at a cost measured in
-BENCHMARKS.md. A hang would be caught by the sweep's timeout. Triton's interpreter runs
-programs one after another, so there every piece publishes in a first launch, and the
-second (the kernel as on the GPU) never waits.
+SPLIT > 1 shares each row among SPLIT programs (`softmax_split_kernel`): a 65,536-wide fp32
+row is 256 KB, a whole SM's register file, so one program per row spills. Each piece's
+program keeps exp(x - its own max) in registers, publishes (its max, its sum) in one 64-bit
+word, waits until the row's other pieces have published, and combines them the online way
+(sum_i s_i * exp(m_i - max_i m_i)) before it rescales. x is read once.
 
-Why not a two-pass online softmax (max and sum first, then a second read for the output):
-for rows up to 65,536 columns the rows in flight do not fit the L2, so the second read goes
-to HBM and traffic is three times the row. BENCHMARKS.md lists the variants measured.
+Rows wider than 65,536 columns (up to 2^24) take the same kernel with TILES > 1: a piece is
+walked in TILES tiles with a running max and sum (each tile rescales the sum so far by
+exp(old max - new max)), then, once the row's statistics are known, read a second time tile
+by tile to write y. The second read comes from the L2, which the piece left moments ago, so
+HBM still sees x once. With TILES = 1 and SPLIT up to 128, 1,048,576 columns still fit in
+registers (pieces of 8,192); the sweep measures which is faster.
+
+The wait relies on the GPU starting a 1-D grid's programs in launch order (NVIDIA GPUs do;
+CUDA does not promise it): then the SPLIT pieces of the oldest unfinished row can all be
+resident while SPLIT <= the SM count (the space prunes wider splits), so a row always
+finishes; a hang would be caught by the sweep's timeout. Triton's interpreter runs programs
+one by one, so there every piece publishes in a first launch and the second never waits.
+Not a softmax that reads rows from HBM twice (statistics, then output): traffic would be
+three times the row. BENCHMARKS.md lists the variants measured.
 """
 
 from __future__ import annotations
@@ -61,18 +67,22 @@ from tritonbench_lab.spec import (
 )
 
 # Hopper's per-SM register file (also Ampere's): what resident persistent programs share.
-REGISTERS_PER_SM = 65_536
-MAX_REGISTERS_PER_THREAD = 255
-MAX_COLS = 65_536  # widest row one program holds in registers (see the module docstring)
-DEFAULT_ROWS = 8192  # rows when only a width is given (`--sizes 4096` means 8192 x 4096)
+REGISTERS_PER_SM, MAX_REGISTERS_PER_THREAD = 65_536, 255
+MAX_ROW_COLS = 65_536  # widest row one program holds in registers (see the module docstring)
+MAX_COLS = 1 << 24  # widest row: SPLIT=128 pieces of TILES=8 tiles of 16,384 columns
+DEFAULT_ROWS = 8192  # rows when only a width is given (`--sizes 4096` means 8192 x 4096) ...
+DEFAULT_ELEMENTS = 1 << 29  # ... or fewer for wider rows: 2^29 elements (1 GB of bf16)
+
+
+def rows_for(cols: int) -> int:  # rows of a default shape `cols` wide
+    return max(1, min(DEFAULT_ROWS, DEFAULT_ELEMENTS // cols))
 
 
 @triton.jit
 def _load_tile(x_ptr, rows, cols, n_rows, n_cols, stride_xm, stride_xn):
-    """The tile's rows, in the input dtype; padding columns are -inf (they neither win the
-    max nor add to the sum: exp(-inf) = 0). Rows past the end re-read a real row, so no row
-    is all padding (-inf - -inf would be NaN); they are not stored. (Masking the rows and
-    selecting -inf after the load ran much slower on the H200: BENCHMARKS.md.)"""
+    """The tile's rows in the input dtype; padding columns are -inf (exp(-inf) = 0). Rows
+    past the end re-read a real row (an all-padding row would give -inf - -inf = NaN) and are
+    not stored; masking them and selecting -inf ran much slower on the H200 (BENCHMARKS.md)."""
     safe_rows = rows % n_rows
     return tl.load(x_ptr + safe_rows[:, None] * stride_xm + cols[None, :] * stride_xn,
                    mask=cols[None, :] < n_cols, other=-float("inf"))
@@ -83,7 +93,7 @@ def _softmax_store(x, y_ptr, rows, cols, n_rows, n_cols, stride_ym, stride_yn):
     x = x.to(tl.float32)
     numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
     # One reciprocal per row, then a multiply per element: a divide per element costs a
-    # special-function op each, which bf16 rows (twice the elements per byte) feel.
+    # special-function op, which bf16 rows (twice the elements per byte) feel.
     y = numerator * (1.0 / tl.sum(numerator, axis=1))[:, None]
     tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :] * stride_yn,
              y.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < n_rows) & (cols[None, :] < n_cols))
@@ -127,24 +137,32 @@ def softmax_kernel(
 @triton.jit
 def softmax_split_kernel(
     x_ptr, y_ptr, stats_ptr,  # input, output, n_rows * SPLIT zeroed 64-bit words
-    n_cols,
-    stride_xm, stride_xn,
-    stride_ym, stride_yn,
-    PIECE: tl.constexpr,  # columns per piece: BLOCK_COLS / SPLIT
+    n_cols, stride_xm, stride_xn, stride_ym, stride_yn,
+    TILE: tl.constexpr,  # columns per tile; a piece is TILES tiles
+    TILES: tl.constexpr,  # 1: the piece stays in registers; more: it is walked, read twice
     SPLIT: tl.constexpr,  # programs per row
     PUBLISH_ONLY: tl.constexpr,  # interpreter's first launch: publish and stop
 ):
     piece = tl.program_id(0)
-    row = piece // SPLIT
-    cols = (piece % SPLIT) * PIECE + tl.arange(0, PIECE)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * stride_xm + cols * stride_xn, mask=mask, other=-float("inf"))
-    x = x.to(tl.float32)
+    row = (piece // SPLIT).to(tl.int64)  # rows x strides can pass 2^31 on wide rows
+    start = (piece % SPLIT) * (TILE * TILES)
+    x_row, y_row = x_ptr + row * stride_xm, y_ptr + row * stride_ym
+    cols = start + tl.arange(0, TILE)
+    x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
     piece_max = tl.max(x, axis=0)
-    # A piece wholly past the row's end (or all -inf) has max -inf: subtracting 0 instead
-    # keeps its exponentials at exp(-inf) = 0 rather than NaN.
+    # A piece wholly past the row's end (or all -inf) has max -inf: subtracting 0 keeps its
+    # exponentials at exp(-inf) = 0 rather than NaN (the same for every max below).
     numerator = tl.exp(x - tl.where(piece_max == -float("inf"), 0.0, piece_max))
     piece_sum = tl.sum(numerator, axis=0)
+    for t in range(1, TILES):  # the online rule: rescale the sum so far to the new max
+        tile_cols = start + t * TILE + tl.arange(0, TILE)
+        tile = tl.load(x_row + tile_cols * stride_xn, mask=tile_cols < n_cols,
+                       other=-float("inf")).to(tl.float32)
+        new_max = tl.maximum(piece_max, tl.max(tile, axis=0))
+        safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
+        piece_sum = (piece_sum * tl.exp(piece_max - safe_max)
+                     + tl.sum(tl.exp(tile - safe_max), axis=0))
+        piece_max = new_max
     # (max, sum) in one 64-bit word, so a single store publishes both and a reader never sees
     # half of it. Never 0: a real piece's sum is >= 1, an empty piece's max is -inf.
     word = (piece_max.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (
@@ -162,21 +180,38 @@ def softmax_split_kernel(
         sums = words.to(tl.int32).to(tl.float32, bitcast=True)
         row_max = tl.max(maxes, axis=0)
         row_sum = tl.sum(sums * tl.exp(maxes - row_max), axis=0)
-        # One exponential per element: the kept numerators are rescaled from the piece's max
-        # to the row's (exp computed twice per element ran 2-10% slower on the H200).
-        scale = tl.where(piece_max == -float("inf"), 0.0,
-                         tl.exp(piece_max - row_max) / row_sum)
-        tl.store(y_ptr + row * stride_ym + cols * stride_yn,
-                 (numerator * scale).to(y_ptr.dtype.element_ty), mask=mask)
+        if TILES == 1:
+            # One exponential per element: the kept numerators are rescaled from the piece's
+            # max to the row's (exp computed twice per element ran 2-10% slower on the H200).
+            scale = tl.where(piece_max == -float("inf"), 0.0,
+                             tl.exp(piece_max - row_max) / row_sum)
+            tl.store(y_row + cols * stride_yn, (numerator * scale).to(y_ptr.dtype.element_ty),
+                     mask=cols < n_cols)
+        else:
+            inv_sum = 1.0 / row_sum
+            for t in range(TILES):  # the piece again, from the L2 it just passed through
+                tile_cols = start + t * TILE + tl.arange(0, TILE)
+                tile = tl.load(x_row + tile_cols * stride_xn, mask=tile_cols < n_cols, other=0.0)
+                y = tl.exp(tile.to(tl.float32) - row_max) * inv_sum
+                tl.store(y_row + tile_cols * stride_yn, y.to(y_ptr.dtype.element_ty),
+                         mask=tile_cols < n_cols)
 
 
-DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1}
+DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1, "TILES": 1}
+
+
+def default_config(cols: int) -> Config:
+    """DEFAULT_CONFIG, or for rows too wide for it pieces of about 8,192 columns."""
+    if cols <= MAX_ROW_COLS:
+        return DEFAULT_CONFIG
+    split = min(128, next_power_of_2(cols) // 8192)
+    tiles = min(8, next_power_of_2(cols) // (split * 8192))
+    return {**DEFAULT_CONFIG, "num_warps": 8, "SPLIT": split, "TILES": max(tiles, 1)}
 
 
 @functools.cache
 def _sm_count(device: str) -> int:
-    """Streaming multiprocessors of the device, the unit of the persistent grid. The
-    interpreter has none; 3 programs make each walk several tiles there."""
+    """SMs of the device: the unit of the persistent grid (3 in the interpreter)."""
     if device.startswith("cuda"):
         return torch.cuda.get_device_properties(torch.device(device)).multi_processor_count
     return 3
@@ -188,31 +223,30 @@ def softmax(x: torch.Tensor, config: Config | None = None,
     if x.ndim != 2:
         raise TlabError(f"softmax needs a 2-D tensor, got shape {tuple(x.shape)}")
     check_shape(Shape.of(rows=x.shape[0], cols=x.shape[1]))
-    config = DEFAULT_CONFIG if config is None else config
-    if out is None:
-        out = torch.empty_like(x)
-    meta, options = split_config(SPACE.complete(config))  # (configs from before PER_SM, SPLIT)
     n_rows, n_cols = x.shape
     block_cols = next_power_of_2(n_cols)
-    split = meta.pop("SPLIT")
-    # With SPLIT > 1 each program holds a piece of one row: ROWS and PER_SM do not apply
-    # (the space prunes SPLIT > 1 with anything but ROWS=1 and PER_SM=0).
-    if split > 1:
-        # Zeroed on every call (a memset of 8 bytes per piece, timed with the kernel): a
-        # zero word is how a piece tells that a partner has not published yet.
+    config = SPACE.complete(default_config(n_cols) if config is None else config)
+    if out is None:
+        out = torch.empty_like(x)
+    meta, options = split_config(config)
+    split, tiles = meta.pop("SPLIT"), meta.pop("TILES")
+    if split == tiles == 1 and n_cols > MAX_ROW_COLS:
+        raise TlabError(f"softmax rows of {n_cols} columns need a config with SPLIT > 1 or "
+                        f"TILES > 1 (one program holds at most {MAX_ROW_COLS})")
+    if split > 1 or tiles > 1:  # a program per piece of a row (ROWS=1, PER_SM=0: pruned so)
+        # Zeroed on every call (a memset timed with the kernel): a zero word is how a piece
+        # tells that a partner has not published yet.
         stats = torch.zeros(n_rows * split, dtype=torch.int64, device=x.device)
         piece = max(block_cols // split, 1)  # (narrower rows than SPLIT: padding pieces)
         args = (x, out, stats, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1))
         grid = (n_rows * split,)
+        meta = {"TILE": max(piece // tiles, 1), "TILES": tiles, "SPLIT": split}
         if triton_interpreting():  # programs run one at a time there: publish all first
-            softmax_split_kernel[grid](*args, PIECE=piece, SPLIT=split, PUBLISH_ONLY=True,
-                                       **options)
-        softmax_split_kernel[grid](*args, PIECE=piece, SPLIT=split, PUBLISH_ONLY=False,
-                                   **options)
+            softmax_split_kernel[grid](*args, **meta, PUBLISH_ONLY=True, **options)
+        softmax_split_kernel[grid](*args, **meta, PUBLISH_ONLY=False, **options)
         return out
-    tiles = triton.cdiv(n_rows, meta["ROWS"])
-    per_sm = meta["PER_SM"]
-    grid = (min(tiles, per_sm * _sm_count(str(x.device))) if per_sm else tiles,)
+    n_tiles, per_sm = triton.cdiv(n_rows, meta["ROWS"]), meta["PER_SM"]
+    grid = (min(n_tiles, per_sm * _sm_count(str(x.device))) if per_sm else n_tiles,)
     softmax_kernel[grid](
         x, out, n_rows, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1),
         BLOCK_COLS=block_cols, **meta, **options,
@@ -260,31 +294,44 @@ def persistent_fits(config: Config, sizes, elem_bytes: int, limits) -> str | Non
     return None
 
 
-# Pieces narrower than this are left out of the space: they spend more time waiting on
-# their partners than a whole row costs a single program (the H200's fastest 65,536-wide
-# splits had pieces of 4,096-8,192 columns).
-MIN_PIECE_COLS = 4096
+# Narrower pieces spend more time waiting on their partners than a whole row costs one
+# program (the H200's fastest 65,536-wide splits had pieces of 4,096-8,192 columns);
+# narrower tiles pay a loop step each for little work.
+MIN_PIECE_COLS, MIN_TILE_COLS = 4096, 2048
 
 
 def split_fits(config: Config, sizes, elem_bytes: int, limits) -> str | None:
-    """SPLIT programs share one row: one row per program, one program per piece."""
-    split = config["SPLIT"]
-    if split == 1:
+    """SPLIT programs share one row (one program per piece); TILES > 1 walks each piece in
+    tiles, for rows too wide to hold in registers (narrower rows fit, and read once)."""
+    split, tiles, cols = config["SPLIT"], config["TILES"], sizes["cols"]
+    if split == 1 and tiles == 1:
+        if cols > MAX_ROW_COLS:
+            return f"rows of {cols} columns need SPLIT > 1 or TILES > 1"
         return None
     if config["ROWS"] > 1 or config["PER_SM"] > 0:
-        return f"SPLIT={split} shares one row among programs: it needs ROWS=1 and PER_SM=0"
-    piece = next_power_of_2(sizes["cols"]) // split
-    if piece < MIN_PIECE_COLS:
+        return (f"SPLIT={split} TILES={tiles} shares one row among programs: it needs ROWS=1 "
+                "and PER_SM=0")
+    if split > limits.sms:
+        return (f"SPLIT={split} pieces of a row could not all be resident on "
+                f"{limits.sms} SMs (a piece waits for its partners)")
+    piece = next_power_of_2(cols) // split
+    if split > 1 and piece < MIN_PIECE_COLS:
         return f"pieces of {piece} columns are narrower than {MIN_PIECE_COLS}"
+    if tiles > 1 and cols <= MAX_ROW_COLS:
+        return f"rows of {cols} columns fit in registers: TILES={tiles} would read them twice"
+    if tiles > 1 and piece // tiles < MIN_TILE_COLS:
+        return f"tiles of {piece // tiles} columns are narrower than {MIN_TILE_COLS}"
+    if piece // tiles > MAX_ROW_COLS:
+        return f"tiles of {piece // tiles} columns are wider than one program holds"
     return None
 
 
 SPACE = Space(
     params={"ROWS": (1, 2, 4, 8), "num_warps": (1, 2, 4, 8, 16, 32), "PER_SM": (0, 1, 2),
-            "SPLIT": (1, 2, 4, 8, 16)},
+            "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128), "TILES": (1, 2, 4, 8)},
     constraints=(split_fits, row_tile_fits, rows_not_exceeding, persistent_fits),
     default=DEFAULT_CONFIG,
-    added={"PER_SM": 0, "SPLIT": 1},  # configs from before them: one program per tile
+    added={"PER_SM": 0, "SPLIT": 1, "TILES": 1},  # configs from before them
 )
 
 
@@ -307,18 +354,14 @@ def launch(inputs: Inputs, config: Config, outputs: Outputs) -> Outputs:
 
 def cost(shape: Shape, dtype: torch.dtype) -> Cost:
     elements = shape["rows"] * shape["cols"]
-    size = torch.empty((), dtype=dtype).element_size()
-    return Cost(flops=5 * elements, bytes=2 * elements * size)
+    return Cost(flops=5 * elements, bytes=2 * elements * dtype.itemsize)
 
 
 def check_shape(shape: Shape) -> None:
     if min(shape.sizes) < 1:
         raise TlabError(f"softmax sizes must be positive, got {shape}")
     if shape["cols"] > MAX_COLS:
-        raise TlabError(
-            f"softmax rows of {shape['cols']} columns are wider than the {MAX_COLS} a single-pass "
-            "program holds; the online (multi-pass) kernel does not exist yet"
-        )
+        raise TlabError(f"softmax rows are at most {MAX_COLS} columns, got {shape['cols']}")
 
 
 SPEC = KernelSpec(
@@ -335,10 +378,10 @@ SPEC = KernelSpec(
         "compiled": compile_baseline(unfused_softmax),
     },
     space=SPACE,
-    # 8192 rows: from 1024 columns up every shape moves at least 32 MB (bf16) and the widest
-    # ones several GB, far past the 60 MB L2, so the numbers are about memory, not cache.
-    default_shapes=tuple(Shape.of(rows=DEFAULT_ROWS, cols=c)
-                         for c in (1024, 4096, 8192, 16384, 32768, 65536)),
+    # 8192 rows (fewer past 65,536 columns: vocabularies of 128K-1M): every shape moves at
+    # least 32 MB (bf16), most 2 GB, past the 60 MB L2: the numbers are about memory.
+    default_shapes=tuple(Shape.of(rows=rows_for(c), cols=c) for c in (
+        1024, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)),
     small_shapes=(Shape.of(rows=37, cols=129), Shape.of(rows=64, cols=1000)),
     make_inputs=make_inputs,
     tolerance={
@@ -350,7 +393,7 @@ SPEC = KernelSpec(
     cost=cost,
     metric=GBPS,
     check_shape=check_shape,
-    from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
+    from_size=lambda n: Shape.of(rows=rows_for(n), cols=n),
     small_from_size=lambda n: Shape.of(rows=INTERPRETER_ROWS, cols=n),
     interpreter_seconds=lambda shape, config: row_interpreter_seconds(dict(shape.dims), config),
     autotune_key=("n_rows", "n_cols"),
