@@ -51,24 +51,28 @@ DEFAULT_ROWS = 16384  # rows (tokens) when only a width is given
 @triton.jit
 def layernorm_kernel(
     x_ptr, w_ptr, b_ptr, y_ptr,  # input, weight, bias, output
-    n_rows, n_cols,  # sizes
+    n_rows,  # rows
     stride_xm, stride_ym,  # row strides (columns are contiguous)
     eps,  # added to the variance before the square root
-    BLOCK_COLS: tl.constexpr,  # n_cols rounded up to a power of two
+    N_COLS: tl.constexpr,  # the width, a compile-time constant as in Inductor's kernels: the
+    # column mask folds away where N_COLS == BLOCK_COLS, and 1 / N_COLS is a constant
+    BLOCK_COLS: tl.constexpr,  # N_COLS rounded up to a power of two
     ROWS: tl.constexpr,  # rows per program
 ):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_COLS)
     # Rows past the end re-read a real row and are not stored.
     safe_rows = (rows % n_rows)[:, None]
-    col_mask = cols[None, :] < n_cols
+    col_mask = cols[None, :] < N_COLS
     x = tl.load(x_ptr + safe_rows * stride_xm + cols[None, :], mask=col_mask, other=0.0)
     x = x.to(tl.float32)
-    mean = tl.sum(x, axis=1) / n_cols  # padded columns are zero: they add nothing
+    mean = tl.sum(x, axis=1) / N_COLS  # padded columns are zero: they add nothing
     centred = tl.where(col_mask, x - mean[:, None], 0.0)
-    rstd = tl.math.rsqrt(tl.sum(centred * centred, axis=1) / n_cols + eps)
-    w = tl.load(w_ptr + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+    rstd = tl.math.rsqrt(tl.sum(centred * centred, axis=1) / N_COLS + eps)
+    # w and b are read by every program: asked to stay in the L2 as x streams past.
+    w = tl.load(w_ptr + cols, mask=cols < N_COLS, other=0.0, eviction_policy="evict_last")
+    b = tl.load(b_ptr + cols, mask=cols < N_COLS, other=0.0, eviction_policy="evict_last")
+    w, b = w.to(tl.float32), b.to(tl.float32)
     y = centred * rstd[:, None] * w[None, :] + b[None, :]
     tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], y.to(y_ptr.dtype.element_ty),
              mask=(rows[:, None] < n_rows) & col_mask)
@@ -93,8 +97,8 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
     meta, options = split_config(DEFAULT_CONFIG if config is None else config)
     n_rows, n_cols = x.shape
     layernorm_kernel[(triton.cdiv(n_rows, meta["ROWS"]),)](
-        x, weight.contiguous(), bias.contiguous(), out, n_rows, n_cols,
-        x.stride(0), out.stride(0), eps, BLOCK_COLS=next_power_of_2(n_cols), **meta, **options,
+        x, weight.contiguous(), bias.contiguous(), out, n_rows, x.stride(0), out.stride(0), eps,
+        N_COLS=n_cols, BLOCK_COLS=next_power_of_2(n_cols), **meta, **options,
     )
     return out
 
@@ -207,5 +211,5 @@ SPEC = KernelSpec(
     from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
     small_from_size=lambda n: Shape.of(rows=INTERPRETER_ROWS, cols=n),
     interpreter_seconds=lambda shape, config: row_interpreter_seconds(dict(shape.dims), config),
-    autotune_key=("n_rows", "n_cols"),
+    autotune_key=("n_rows", "N_COLS"),
 )
