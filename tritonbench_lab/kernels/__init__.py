@@ -24,6 +24,7 @@ _BUILTIN: dict[str, str] = {
     "add_rmsnorm": "tritonbench_lab.kernels.rmsnorm:ADD_SPEC",
     "layernorm": "tritonbench_lab.kernels.layernorm:SPEC",
     "add": "tritonbench_lab.kernels.add:SPEC",
+    "rope": "tritonbench_lab.kernels.rope:SPEC",
 }
 
 # Kernels from user modules, by name; they may not shadow built-in names.
