@@ -47,3 +47,43 @@ def test_targets_judge_rows_against_the_copy_of_their_bytes_and_matmul_against_t
     assert "n/a (< 64 MB)" in out
     assert out.strip().endswith("2 target(s) missed (row kernels judged against the same-size copy).")
 
+
+
+def test_targets_judge_winners_against_baselines_of_their_own_run(tmp_path):
+    from fixture_results import SLUG, record
+
+    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.targets import targets_report
+
+    # Every fixture row moves 1 GB (throughput 1000 / p50 GB/s over p50 ms).
+    rows = [
+        # layernorm 16384x4096: 1.2x torch (< 1.3) and 0.9x compiled (< 1.0): two misses
+        record("triton", "ROWS=1 num_warps=4", "16384x4096", 1.0, kernel="layernorm"),
+        record("torch", "", "16384x4096", 1.2, kernel="layernorm"),
+        record("compiled", "", "16384x4096", 0.9, kernel="layernorm"),
+        # layernorm 16384x8192: 1.5x and 1.1x: both met
+        record("triton", "ROWS=1 num_warps=4", "16384x8192", 1.0, kernel="layernorm"),
+        record("torch", "", "16384x8192", 1.5, kernel="layernorm"),
+        record("compiled", "", "16384x8192", 1.1, kernel="layernorm"),
+        # softmax: only rows of >= 131,072 columns are held to 1.5x torch.softmax
+        record("triton", "ROWS=1 num_warps=4", "512x1048576", 1.0),
+        record("torch", "", "512x1048576", 2.0),
+        record("triton", "ROWS=1 num_warps=4", "8192x4096", 1.0),
+        record("torch", "", "8192x4096", 1.1),
+        # rope 1x4096x32x128: no compiled row in the winner's run: a miss, said so
+        record("triton", "HEADS=1 TOKENS=1 num_warps=4", "1x4096x32x128", 1.0, kernel="rope"),
+    ]
+    for kernel in ("layernorm", "softmax", "rope"):
+        append_rows(tmp_path / "results" / SLUG / f"{kernel}.csv",
+                    [r for r in rows if r.kernel == kernel])
+    append_rows(tmp_path / "results" / SLUG / "ceilings.csv", [ceiling("copy", 4000.0)])
+    lines, missed = targets_report(Layout(tmp_path), SLUG)
+    out = "\n".join(lines)
+    assert "| fp32 | 16384x4096 | 1.0000 | torch | 1.2000 | 1.20x | **no** |" in out
+    assert "| fp32 | 16384x4096 | 1.0000 | compiled | 0.9000 | 0.90x | **no** |" in out
+    assert "| fp32 | 16384x8192 | 1.0000 | torch | 1.5000 | 1.50x | yes |" in out
+    assert "| fp32 | 16384x8192 | 1.0000 | compiled | 1.1000 | 1.10x | yes |" in out
+    assert "| fp32 | 512x1048576 | 1.0000 | torch | 2.0000 | 2.00x | yes |" in out
+    assert "8192x4096 | 1.0000 | torch" not in out
+    assert "| fp32 | 1x4096x32x128 | 1.0000 | compiled | nan | nanx | **no** (not timed) |" in out
+    assert missed == 3

@@ -2,25 +2,49 @@
 
 - matmul: tuned Triton >= 0.90x torch.matmul (same run) at 2048, 4096 and 8192 cubed.
 - softmax, rmsnorm, add_rmsnorm: the winner >= 0.85 of the copy bandwidth at every shape
-  that moves >= 64 MB; layernorm and add >= 0.90 (single passes as simple as a copy).
+  that moves >= 64 MB; layernorm, rope and add >= 0.90 (single passes as simple as a copy).
   Shown against the calibrated peak copy and against the calibrated copy of the same number
   of bytes (calibrate.py says why both; the target is judged on the second).
-Reads configs/<gpu>/*.csv and results/<gpu>/ceilings.csv only: no GPU needed.
+- against baselines timed in the winner's own run, where >= 64 MB move: softmax rows of
+  131,072 columns or more >= 1.5x torch.softmax; layernorm >= 1.3x F.layer_norm and >= 1.0x
+  torch.compile; rope >= 1.0x torch.compile.
+Reads configs/, results/<gpu>/<kernel>.csv and ceilings.csv only: no GPU needed.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from tritonbench_lab.calibrate import ceilings_in_force, copy_at, copy_curve, traffic_of
 from tritonbench_lab.layout import Layout
-from tritonbench_lab.records import GBPS
+from tritonbench_lab.records import GBPS, OK
 from tritonbench_lab.shapes import shape_sizes
-from tritonbench_lab.store import load_winners
+from tritonbench_lab.store import load_records, load_winners
+from tritonbench_lab.winners import shape_results
 
 MATMUL_TARGET, MIN_TRAFFIC = 0.90, 64e6
 MATMUL_SIZES = (2048, 4096, 8192)
 # kernel -> the share of a copy of the same bytes its winner must reach
 COPY_TARGETS = {"softmax": 0.85, "rmsnorm": 0.85, "add_rmsnorm": 0.85, "layernorm": 0.90,
-                "add": 0.90}
+                "rope": 0.90, "add": 0.90}
+
+
+class BaselineTarget(NamedTuple):
+    """The winner at least `ratio` times as fast as `provider`, at shapes whose last size is
+    >= min_last (and that move >= 64 MB)."""
+
+    kernel: str
+    provider: str
+    ratio: float
+    min_last: int = 0
+
+
+BASELINE_TARGETS = (
+    BaselineTarget("softmax", "torch", 1.5, min_last=131_072),
+    BaselineTarget("layernorm", "torch", 1.3),
+    BaselineTarget("layernorm", "compiled", 1.0),
+    BaselineTarget("rope", "compiled", 1.0),
+)
 
 
 def targets_report(layout: Layout, gpu: str) -> tuple[list[str], int]:
@@ -57,5 +81,40 @@ def targets_report(layout: Layout, gpu: str) -> tuple[list[str], int]:
             out.append(f"| {w.dtype} | {w.shape} | {moved / 1e6:.0f} | `{w.config}` | "
                        f"{w.throughput:.0f} | {same:.0f} | {w.throughput / same:.2f} | "
                        f"{w.throughput / peak:.2f} | {verdict} |")
-    out += ["", f"{missed} target(s) missed (row kernels judged against the same-size copy)."]
+    lines, baseline_missed = _baseline_report(layout, gpu)
+    out += lines + ["", f"{missed + baseline_missed} target(s) missed (row kernels judged "
+                    "against the same-size copy)."]
+    return out, missed + baseline_missed
+
+
+def _baseline_report(layout: Layout, gpu: str) -> tuple[list[str], int]:
+    """Winners against the baselines timed in their own run (winners.py, rule 5)."""
+    out, missed = [], 0
+    for kernel in dict.fromkeys(t.kernel for t in BASELINE_TARGETS):
+        path = layout.results_file(gpu, kernel)
+        results = [r for r in shape_results(load_records(path)) if r.winner] if path.exists() else []
+        if not results:
+            continue
+        targets = [t for t in BASELINE_TARGETS if t.kernel == kernel]
+        out += ["", f"### {kernel}: winner against " + ", ".join(
+            f"{t.provider} >= {t.ratio}x" + (f" (last size >= {t.min_last})" if t.min_last else "")
+            for t in targets) + f" where >= 64 MB move ({gpu})", "",
+            "| dtype | shape | winner ms | baseline | its ms | ratio | met |",
+            "|---|---|---:|---|---:|---:|---|"]
+        for r in results:
+            win = r.winner
+            moved = traffic_of(win.throughput, win.p50_ms, GBPS)
+            for t in targets:
+                if moved < MIN_TRAFFIC or shape_sizes(r.shape)[-1] < t.min_last:
+                    continue
+                base = r.baselines.get(t.provider)
+                if base is None or base.status != OK or base.p50_ms is None:
+                    verdict, ratio, base_ms = "**no** (not timed)", float("nan"), float("nan")
+                    missed += 1
+                else:
+                    ratio, base_ms = base.p50_ms / win.p50_ms, base.p50_ms
+                    verdict = "yes" if ratio >= t.ratio else "**no**"
+                    missed += ratio < t.ratio
+                out.append(f"| {r.dtype} | {r.shape} | {win.p50_ms:.4f} | {t.provider} | "
+                           f"{base_ms:.4f} | {ratio:.2f}x | {verdict} |")
     return out, missed
