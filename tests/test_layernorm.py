@@ -6,6 +6,7 @@ from kernel_cases import configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.layernorm import MAX_COLS, SPEC, layernorm
+from tritonbench_lab.space import HOPPER
 from tritonbench_lab.spec import Shape
 from tritonbench_lab.verify import check
 
@@ -52,6 +53,47 @@ def test_layernorm_strided_rows_and_a_large_mean(dtype, device):
         y = layernorm(x, w, b, 1e-5, config)
         verdict = check((y,), (_reference(x, w, b, 1e-5),), SPEC.tolerance[dtype])
         assert verdict.ok, f"{config}: {verdict.detail}"
+
+
+@pytest.mark.parametrize("rows_cols_tile", [
+    (5, 3000, 1024),  # two whole tiles and a ragged third (952 columns)
+    (5, 1031, 1024),  # one tile and 7 columns in the second
+    (6, 4097, 2048),  # two whole tiles and a third of one column
+    (9, 2048, 1024),  # tiles that divide the row; 9 rows: ROWS > 1 leaves a part-tile
+], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_layernorm_walked_rows(rows_cols_tile, dtype, device):
+    """TILE_COLS > 0: the row walked three times (sum, centred squares, output), tile by
+    tile; every config of the walked kind the space keeps at this shape, and ROWS up to 4."""
+    rows, cols, tile = rows_cols_tile
+    shape = Shape.of(rows=rows, cols=cols)
+    inputs = SPEC.make_inputs(shape, dtype, device, seed=cols)
+    configs = [{"ROWS": r, "num_warps": w, "TILE_COLS": tile} for r, w in ((1, 1), (2, 4), (4, 2))]
+    for config in configs:
+        assert SPEC.space.why_pruned(config, dict(shape.dims), dtype.itemsize, HOPPER) is None
+        verdict = run_and_check(SPEC, inputs, config, dtype)
+        assert verdict.ok, f"{config}: {verdict.detail}"
+
+
+def test_layernorm_walked_rows_keep_a_large_mean_exact(device):
+    """The walk centres each tile on the whole row's mean (a mean 50x the spread)."""
+    gen = torch.Generator(device=device).manual_seed(7)
+    x = (torch.randn((6, 2600), generator=gen, device=device) + 50.0)[:, 3:2503]
+    w, b = torch.rand(2500, device=device) + 0.5, torch.randn(2500, device=device)
+    y = layernorm(x, w, b, 1e-5, {"ROWS": 2, "num_warps": 4, "TILE_COLS": 1024})
+    verdict = check((y,), (_reference(x, w, b, 1e-5),), SPEC.tolerance[torch.float32])
+    assert verdict.ok, verdict.detail
+
+
+def test_layernorm_space_walks_only_rows_wider_than_a_tile():
+    kept, pruned = SPEC.space.prune({"rows": 16384, "cols": 4096}, 4, HOPPER)
+    assert {c["TILE_COLS"] for c in kept} == {0, 1024, 2048}
+    reasons = [why for _, why in pruned]
+    assert any("TILE_COLS=4096 spans the whole row" in why for why in reasons)
+    narrow, _ = SPEC.space.prune({"rows": 16384, "cols": 1000}, 4, HOPPER)
+    assert {c["TILE_COLS"] for c in narrow} == {0}
+    # Configs committed before TILE_COLS existed hold whole rows.
+    assert SPEC.space.complete({"ROWS": 2, "num_warps": 8})["TILE_COLS"] == 0
 
 
 def test_layernorm_column_strided_input_is_copied_not_misread(device):

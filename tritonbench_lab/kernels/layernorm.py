@@ -11,7 +11,10 @@ One program holds ROWS whole rows in registers, so the row is read from memory o
 mean, then the variance of the centred row (two reductions over registers, not the
 E[x^2] - E[x]^2 shortcut, which cancels badly when the mean is large against the spread),
 then the normalised, scaled and shifted row. The unfused ops read and write the tensor once
-per step.
+per step. With TILE_COLS > 0 a program instead walks its rows three times, a tile at a
+time, as Inductor's looped reductions do: the first walk reads HBM and asks the L2 to keep
+the rows, the other two read them from there. A program then holds a tile, not a row, so
+more programs are resident; which is faster at a shape is for the sweep to say.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from tritonbench_lab.errors import TlabError
 from tritonbench_lab.space import (
     INTERPRETER_ROWS,
     Config,
+    DeviceLimits,
     Space,
     next_power_of_2,
     row_interpreter_seconds,
@@ -58,27 +62,55 @@ def layernorm_kernel(
     # column mask folds away where N_COLS == BLOCK_COLS, and 1 / N_COLS is a constant
     BLOCK_COLS: tl.constexpr,  # N_COLS rounded up to a power of two
     ROWS: tl.constexpr,  # rows per program
+    TILE_COLS: tl.constexpr,  # 0: whole rows in registers; else columns per step of three walks
 ):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK_COLS)
     # Rows past the end re-read a real row and are not stored.
-    safe_rows = (rows % n_rows)[:, None]
-    col_mask = cols[None, :] < N_COLS
-    x = tl.load(x_ptr + safe_rows * stride_xm + cols[None, :], mask=col_mask, other=0.0)
-    x = x.to(tl.float32)
-    mean = tl.sum(x, axis=1) / N_COLS  # padded columns are zero: they add nothing
-    centred = tl.where(col_mask, x - mean[:, None], 0.0)
-    rstd = tl.math.rsqrt(tl.sum(centred * centred, axis=1) / N_COLS + eps)
-    # w and b are read by every program: asked to stay in the L2 as x streams past.
-    w = tl.load(w_ptr + cols, mask=cols < N_COLS, other=0.0, eviction_policy="evict_last")
-    b = tl.load(b_ptr + cols, mask=cols < N_COLS, other=0.0, eviction_policy="evict_last")
-    w, b = w.to(tl.float32), b.to(tl.float32)
-    y = centred * rstd[:, None] * w[None, :] + b[None, :]
-    tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], y.to(y_ptr.dtype.element_ty),
-             mask=(rows[:, None] < n_rows) & col_mask)
+    x_rows = x_ptr + (rows % n_rows)[:, None] * stride_xm
+    y_rows = y_ptr + rows[:, None] * stride_ym
+    if TILE_COLS == 0:
+        cols = tl.arange(0, BLOCK_COLS)
+        col_mask = cols[None, :] < N_COLS
+        x = tl.load(x_rows + cols[None, :], mask=col_mask, other=0.0).to(tl.float32)
+        mean = tl.sum(x, axis=1) / N_COLS  # padded columns are zero: they add nothing
+        centred = tl.where(col_mask, x - mean[:, None], 0.0)
+        rstd = tl.math.rsqrt(tl.sum(centred * centred, axis=1) / N_COLS + eps)
+        # w and b are read by every program: asked to stay in the L2 as x streams past.
+        w = tl.load(w_ptr + cols, mask=cols < N_COLS, other=0.0, eviction_policy="evict_last")
+        b = tl.load(b_ptr + cols, mask=cols < N_COLS, other=0.0, eviction_policy="evict_last")
+        y = centred * rstd[:, None] * w.to(tl.float32)[None, :] + b.to(tl.float32)[None, :]
+        tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty),
+                 mask=(rows[:, None] < n_rows) & col_mask)
+    else:
+        # The row walked three times, TILE_COLS columns a step (Inductor's looped reduction):
+        # the sum, the centred squares, then y. The first walk reads HBM and asks the L2 to
+        # keep the row; the next two read it from there, so HBM still sees x once, and a
+        # program holds a tile, not a row, in registers (more programs resident per SM).
+        cols = tl.arange(0, TILE_COLS)
+        total = tl.zeros((ROWS, TILE_COLS), dtype=tl.float32)
+        for start in range(0, N_COLS, TILE_COLS):
+            c = start + cols[None, :]
+            total += tl.load(x_rows + c, mask=c < N_COLS, other=0.0,
+                             eviction_policy="evict_last").to(tl.float32)
+        mean = tl.sum(total, axis=1)[:, None] / N_COLS
+        squares = tl.zeros((ROWS, TILE_COLS), dtype=tl.float32)
+        for start in range(0, N_COLS, TILE_COLS):
+            c = start + cols[None, :]
+            x = tl.load(x_rows + c, mask=c < N_COLS, other=0.0, eviction_policy="evict_last")
+            centred = tl.where(c < N_COLS, x.to(tl.float32) - mean, 0.0)
+            squares += centred * centred
+        rstd = tl.math.rsqrt(tl.sum(squares, axis=1)[:, None] / N_COLS + eps)
+        for start in range(0, N_COLS, TILE_COLS):
+            c = start + cols[None, :]
+            x = tl.load(x_rows + c, mask=c < N_COLS, other=0.0, eviction_policy="evict_first")
+            w = tl.load(w_ptr + c, mask=c < N_COLS, other=0.0, eviction_policy="evict_last")
+            b = tl.load(b_ptr + c, mask=c < N_COLS, other=0.0, eviction_policy="evict_last")
+            y = (x.to(tl.float32) - mean) * rstd * w.to(tl.float32) + b.to(tl.float32)
+            tl.store(y_rows + c, y.to(y_ptr.dtype.element_ty),
+                     mask=(rows[:, None] < n_rows) & (c < N_COLS))
 
 
-DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4}
+DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "TILE_COLS": 0}
 
 
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = EPS,
@@ -94,7 +126,7 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
                             f"got {tuple(t.shape)}")
     if out is None:
         out = torch.empty_like(x)
-    meta, options = split_config(DEFAULT_CONFIG if config is None else config)
+    meta, options = split_config(SPACE.complete(DEFAULT_CONFIG if config is None else config))
     n_rows, n_cols = x.shape
     layernorm_kernel[(triton.cdiv(n_rows, meta["ROWS"]),)](
         x, weight.contiguous(), bias.contiguous(), out, n_rows, x.stride(0), out.stride(0), eps,
@@ -129,11 +161,29 @@ def torch_layernorm(inputs: Inputs) -> torch.Tensor:
 
 # --- space, inputs, cost -------------------------------------------------------------------
 
+def tile_fits(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
+    """A program holds ROWS whole rows in registers (TILE_COLS=0), or ROWS x TILE_COLS while
+    it walks the rows; a tile as wide as the padded row is the whole-row kernel."""
+    padded, tile = next_power_of_2(sizes["cols"]), config["TILE_COLS"]
+    if tile >= padded:
+        return f"TILE_COLS={tile} spans the whole row of {sizes['cols']} (TILE_COLS=0 does that)"
+    return row_tile_fits({**config, "TILES": padded // tile if tile else 1}, sizes, elem_bytes,
+                         limits)
+
+
 SPACE = Space(
-    params={"ROWS": (1, 2, 4, 8), "num_warps": (1, 2, 4, 8, 16, 32)},
-    constraints=(row_tile_fits, rows_not_exceeding),
+    params={"ROWS": (1, 2, 4, 8), "num_warps": (1, 2, 4, 8, 16, 32),
+            "TILE_COLS": (0, 1024, 2048, 4096)},
+    constraints=(tile_fits, rows_not_exceeding),
     default=DEFAULT_CONFIG,
+    added={"TILE_COLS": 0},  # configs from before the walked rows: whole rows in registers
 )
+
+
+def interpreter_seconds(shape: Shape, config: Config) -> float:
+    """A walked row costs three passes over it in the interpreter."""
+    walks = 3 if config.get("TILE_COLS", 0) else 1
+    return walks * row_interpreter_seconds(dict(shape.dims), config)
 
 
 def make_inputs(shape: Shape, dtype: torch.dtype, device: str, seed: int) -> Inputs:
@@ -210,6 +260,6 @@ SPEC = KernelSpec(
     check_shape=check_shape,
     from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
     small_from_size=lambda n: Shape.of(rows=INTERPRETER_ROWS, cols=n),
-    interpreter_seconds=lambda shape, config: row_interpreter_seconds(dict(shape.dims), config),
+    interpreter_seconds=interpreter_seconds,
     autotune_key=("n_rows", "N_COLS"),
 )
