@@ -19,12 +19,12 @@ program keeps exp(x - its own max) in registers, publishes (its max, its sum) in
 word, waits until the row's other pieces have published, and combines them the online way
 (sum_i s_i * exp(m_i - max_i m_i)) before it rescales. x is read once.
 
-Rows wider than 65,536 columns (up to 2^24) take the same kernel with TILES > 1: a piece is
-walked in TILES tiles with a running max and sum (each tile rescales the sum so far by
-exp(old max - new max)), then, once the row's statistics are known, read a second time tile
-by tile to write y. The second read comes from the L2, which the piece left moments ago, so
-HBM still sees x once. With TILES = 1 and SPLIT up to 128, 1,048,576 columns still fit in
-registers (pieces of 8,192); the sweep measures which is faster.
+Rows wider than 65,536 columns (up to 2^24) can also take TILES > 1: a piece is walked in
+TILES tiles with a running max and sum (each tile rescales the sum so far by exp(old max -
+new max)), then read a second time, tile by tile, to write y. That second read was meant to
+hit the L2; on the H200 much of it did not (fp32 walked pieces stay near two thirds of a
+copy: BENCHMARKS.md), so SPLIT up to 128 with TILES = 1 (pieces of 8,192 columns at
+1,048,576, in registers) wins there, bar bf16 at 1,048,576.
 
 The wait relies on the GPU starting a 1-D grid's programs in launch order (NVIDIA GPUs do;
 CUDA does not promise it): then the SPLIT pieces of the oldest unfinished row can all be
@@ -80,9 +80,8 @@ def rows_for(cols: int) -> int:  # rows of a default shape `cols` wide
 
 @triton.jit
 def _load_tile(x_ptr, rows, cols, n_rows, n_cols, stride_xm, stride_xn):
-    """The tile's rows in the input dtype; padding columns are -inf (exp(-inf) = 0). Rows
-    past the end re-read a real row (an all-padding row would give -inf - -inf = NaN) and are
-    not stored; masking them and selecting -inf ran much slower on the H200 (BENCHMARKS.md)."""
+    """The tile's rows; padding columns are -inf (exp(-inf) = 0). Rows past the end re-read a
+    real row (all padding gives -inf - -inf = NaN) and are not stored (BENCHMARKS.md)."""
     safe_rows = rows % n_rows
     return tl.load(x_ptr + safe_rows[:, None] * stride_xm + cols[None, :] * stride_xn,
                    mask=cols[None, :] < n_cols, other=-float("inf"))
@@ -382,7 +381,8 @@ SPEC = KernelSpec(
     # least 32 MB (bf16), most 2 GB, past the 60 MB L2: the numbers are about memory.
     default_shapes=tuple(Shape.of(rows=rows_for(c), cols=c) for c in (
         1024, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)),
-    small_shapes=(Shape.of(rows=37, cols=129), Shape.of(rows=64, cols=1000)),
+    small_shapes=(Shape.of(rows=37, cols=129), Shape.of(rows=64, cols=1000),
+                  Shape.of(rows=2, cols=1000)),  # (cheap for check's configs of many SPLIT)
     make_inputs=make_inputs,
     tolerance={
         # Outputs lie in [0, 1]; atol covers the tiny probabilities near fp16's subnormals.
