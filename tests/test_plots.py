@@ -224,3 +224,20 @@ def test_the_default_config_is_known_by_its_texts_before_and_after_an_added_para
     assert now.endswith("num_stages=3 TMA=0") and before == now.removesuffix(" TMA=0")
     assert default_config_text("rmsnorm") == ("ROWS=1 num_warps=4",)  # nothing added
     assert default_config_text("no-such-kernel") is None
+
+
+def test_x_axis_gives_every_shape_its_own_place():
+    from tritonbench_lab.series import x_axis
+
+    squares, label = x_axis(["512x512x512", "1024x1024x1024"])
+    assert squares == {"512x512x512": 512.0, "1024x1024x1024": 1024.0} and "M = N = K" in label
+    # Wide softmax rows all hold 2^29 elements: the row width tells them apart.
+    wide, label = x_axis(["8192x65536", "4096x131072", "512x1048576", "8192x1024"])
+    assert wide["512x1048576"] == 1048576.0 and wide["8192x1024"] == 1024.0
+    assert label == "last size (row width)"
+    # rope shapes share element counts and last sizes: evenly spaced, in order of size.
+    shapes = ["4x4096x32x128", "1x4096x64x64", "1x4096x32x128", "1x16384x32x128"]
+    rope, label = x_axis(shapes)
+    assert label == "shape, in order of size" and len(set(rope.values())) == len(shapes)
+    assert rope["1x4096x32x128"] < rope["1x4096x64x64"] < rope["1x16384x32x128"]
+    assert rope["1x16384x32x128"] < rope["4x4096x32x128"]

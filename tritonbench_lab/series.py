@@ -25,16 +25,27 @@ SERIES_COLUMNS = ["shape", "x", "throughput", "low", "high", "p50_ms", "config"]
 
 
 def x_axis(shapes: list[str]) -> tuple[dict[str, float], str]:
-    """(shape -> x position, axis label): the size that varies between the shapes."""
+    """(shape -> x position, axis label): the size that varies between the shapes, else their
+    element count, else the last size, each where it tells every shape apart; otherwise
+    evenly spaced in order of size (softmax's widest rows all hold 2^29 elements, and rope's
+    shapes share counts too: points at one x would hide each other)."""
     sizes = [shape_sizes(s) for s in shapes]
-    if all(len(set(s)) == 1 for s in sizes):  # squares (M = N = K): one size says it all
+
+    def by(values: list[float], label: str) -> tuple[dict[str, float], str] | None:
+        if len(set(values)) < len(values):
+            return None
+        return dict(zip(shapes, values, strict=True)), label
+
+    if all(len(set(z)) == 1 for z in sizes):  # squares (M = N = K): one size says it all
         return {s: float(z[0]) for s, z in zip(shapes, sizes, strict=True)}, "size (M = N = K)"
     varying = [i for i in range(len(sizes[0])) if len({z[i] for z in sizes}) > 1]
     if len(varying) == 1:
         i = varying[0]
         return {s: float(z[i]) for s, z in zip(shapes, sizes, strict=True)}, "row width (columns)"
-    return ({s: float(pd.Series(z).prod()) for s, z in zip(shapes, sizes, strict=True)},
-            "problem size (elements)")
+    return (by([float(pd.Series(z).prod()) for z in sizes], "problem size (elements)")
+            or by([float(z[-1]) for z in sizes], "last size (row width)")
+            or ({s: 2.0 ** i for i, s in enumerate(sorted(shapes, key=lambda s: (
+                pd.Series(shape_sizes(s)).prod(), shape_sizes(s))))}, "shape, in order of size"))
 
 
 def results_for(records: list[Record], dtype: str) -> list[ShapeResult]:
