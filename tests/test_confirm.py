@@ -168,7 +168,7 @@ def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, **option
 
     monkeypatch.setattr(devices, "Worker", make_worker)
     space = SPEC.space.narrow({"ROWS": (1,), "num_warps": WIDTHS, "PER_SM": (0,),
-                               "SPLIT": (1,)})
+                               "SPLIT": (1,), "TILES": (1,)})
     request = dataclasses.replace(
         request_for(SPEC, [torch.float32], [SPEC.shape(64, 4096)], tmp_path, space=space),
         confirm=confirm, **options)
@@ -194,7 +194,7 @@ def test_leaders_are_retimed_in_a_fresh_worker_and_slow_ones_let_the_next_in(
     assert len(confirmations) == 4 + len(BASELINES)
     assert {r.run_id for r in rows} == {confirmations[0].run_id}
     assert (winner.config, winner.p50_ms) == (
-        config_text({"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1}), 1.04)
+        config_text({"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1, "TILES": 1}), 1.04)
     assert winner.speedup == pytest.approx(2.2 / 1.04)
 
 

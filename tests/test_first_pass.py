@@ -73,7 +73,7 @@ def scripted(tmp_path, monkeypatch, times, first_rep_ms=5, **options):
     worker = ScriptedWorker(times, log)
     monkeypatch.setattr(devices, "Worker", lambda *a, **k: log.append("new") or worker)
     space = SPEC.space.narrow({"ROWS": (1,), "num_warps": WIDTHS, "PER_SM": (0,),
-                               "SPLIT": (1,)})
+                               "SPLIT": (1,), "TILES": (1,)})
     request = dataclasses.replace(
         request_for(SPEC, [torch.float32], [SPEC.shape(64, 4096)], tmp_path, space=space),
         interpret=False, bench=BenchOptions(25, 100),

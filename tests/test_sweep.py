@@ -38,7 +38,7 @@ PLANTED = ("planted", "--kernel-module", "tests/planted_kernels.py")
 SOFTMAX = ("softmax", "--dtype", "fp32", "--sizes", "37x129")
 # At 37x129 (rows padded to 256 columns): ROWS=1 num_warps=4 runs; num_warps=32 leaves threads
 # idle and ROWS=64 exceeds the 37 rows, so the other three configs are pruned.
-SOFTMAX_SPACE = {"ROWS": [1, 64], "num_warps": [4, 32], "PER_SM": [0], "SPLIT": [1]}
+SOFTMAX_SPACE = {"ROWS": [1, 64], "num_warps": [4, 32], "PER_SM": [0], "SPLIT": [1], "TILES": [1]}
 
 
 def sweep(*args, out: Path) -> subprocess.CompletedProcess:
@@ -84,7 +84,7 @@ def test_sweep_writes_rows_and_winners(softmax_run):
     assert len(rows) == len(SPEC.baselines) + 4  # every baseline, every config of the space
     # Then the one config that ran and every baseline, timed again in a fresh worker.
     assert sorted((r.provider, r.config) for r in confirmations) == sorted(
-        [(b, "") for b in SPEC.baselines] + [(TRITON, "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1")])
+        [(b, "") for b in SPEC.baselines] + [(TRITON, "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1")])
     assert all(r.status == OK and r.p50_ms for r in confirmations)
     assert {(r.gpu, r.gpu_slug) for r in rows} == {("interpreter", "interpreter")}
     assert {(r.kernel, r.dtype, r.shape) for r in rows} == {("softmax", "fp32", "37x129")}
@@ -96,7 +96,7 @@ def test_sweep_writes_rows_and_winners(softmax_run):
     assert all(r.config == "" and r.status == OK for r in rows if r.provider != TRITON)
     winners = load_winners(configs_path(out, "interpreter", "softmax"))
     assert [(w.dtype, w.shape, w.config) for w in winners] == [
-        ("fp32", "37x129", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1")]
+        ("fp32", "37x129", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1")]
 
 
 def test_pruned_configs_are_skipped_rows_with_their_reason(softmax_run):
@@ -105,13 +105,13 @@ def test_pruned_configs_are_skipped_rows_with_their_reason(softmax_run):
                    if r.provider == TRITON]
     by_config = {r.config: r for r in triton_rows}
     assert sorted(by_config) == sorted(
-        f"ROWS={rows} num_warps={warps} PER_SM=0 SPLIT=1" for rows in (1, 64) for warps in (4, 32))
-    assert by_config["ROWS=1 num_warps=4 PER_SM=0 SPLIT=1"].status == OK
-    skipped = [r for r in triton_rows if r.config != "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1"]
+        f"ROWS={rows} num_warps={warps} PER_SM=0 SPLIT=1 TILES=1" for rows in (1, 64) for warps in (4, 32))
+    assert by_config["ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1"].status == OK
+    skipped = [r for r in triton_rows if r.config != "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1"]
     assert all(r.status == SKIPPED for r in skipped)
     assert all(r.error and r.p50_ms is None and r.compile_s is None for r in skipped)
-    assert "idle" in by_config["ROWS=1 num_warps=32 PER_SM=0 SPLIT=1"].error
-    assert "exceeds the 37 rows" in by_config["ROWS=64 num_warps=4 PER_SM=0 SPLIT=1"].error
+    assert "idle" in by_config["ROWS=1 num_warps=32 PER_SM=0 SPLIT=1 TILES=1"].error
+    assert "exceeds the 37 rows" in by_config["ROWS=64 num_warps=4 PER_SM=0 SPLIT=1 TILES=1"].error
 
 
 def test_second_identical_run_measures_nothing_new(softmax_run, tmp_path):
@@ -173,7 +173,7 @@ BAD_INPUT = [
     (("softmax", "--dtype", "bf17"), ["unknown dtype 'bf17'"]),
     (("matmull",), ["unknown kernel 'matmull'", "did you mean 'matmul'"]),
     (("matmul", "--dtype", "bf16"), ["interpreter", "11584"]),
-    (("softmax", "--sizes", "70000"), ["70000 columns", "wider than"]),
+    (("softmax", "--sizes", "16777217"), ["at most 16777216 columns"]),
     (("softmax", "--dtype", "fp32", "--sizes", "1000000000x65536"), ["needs about", "GB"]),
     # Refused by matmul's 32-bit offsets before its memory is estimated.
     (("matmul", "--dtype", "fp32", "--sizes", "2000000x2000000x8"), ["fewer than 2^31"]),
