@@ -104,8 +104,8 @@ def test_pruned_configs_are_skipped_rows_with_their_reason(softmax_run):
     triton_rows = [r for r in load_records(results_path(out, "interpreter", "softmax"))
                    if r.provider == TRITON]
     by_config = {r.config: r for r in triton_rows}
-    assert sorted(by_config) == sorted(
-        f"ROWS={rows} num_warps={warps} PER_SM=0 SPLIT=1 TILES=1" for rows in (1, 64) for warps in (4, 32))
+    assert sorted(by_config) == sorted(f"ROWS={rows} num_warps={warps} PER_SM=0 SPLIT=1 TILES=1"
+                                       for rows in (1, 64) for warps in (4, 32))
     assert by_config["ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1"].status == OK
     skipped = [r for r in triton_rows if r.config != "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1"]
     assert all(r.status == SKIPPED for r in skipped)
