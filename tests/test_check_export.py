@@ -337,3 +337,21 @@ def test_check_starts_one_fresh_worker_per_pass_for_all_files(monkeypatch):
     assert len(started) == 2  # two passes, each one process over every file's winners
     assert [(t.path.name, t.line) for t in timed] == [(p.name, n) for p, n, _ in items]
     assert all(len(t.samples) == 2 and t.failure(0.10) is None for t in timed)
+
+
+def test_check_runs_each_config_at_its_cheapest_small_shape():
+    """A softmax winner that shares each row among 128 programs runs at 2 x 1000 (512
+    interpreted programs), not at the first small shape, 37 x 129 (9,472); a config written
+    before TILES existed is completed first; without an estimate, the first small shape."""
+    import dataclasses
+
+    from tritonbench_lab.check import verify_shape
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.spec import Shape
+
+    softmax = get_spec("softmax")
+    wide = {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 128}
+    assert softmax.small_shapes[0] == Shape.of(rows=37, cols=129)
+    assert verify_shape(softmax, wide) == Shape.of(rows=2, cols=1000)
+    unknown = dataclasses.replace(softmax, interpreter_seconds=None)
+    assert verify_shape(unknown, wide) == Shape.of(rows=37, cols=129)

@@ -175,6 +175,7 @@ def verify_shape(spec, config):
     interpreted programs at 37 rows (a minute), 512 at 2."""
     if spec.interpreter_seconds is None:
         return spec.small_shapes[0]
+    config = spec.space.complete(config)  # (rows tuned before a parameter was added)
     return min(spec.small_shapes, key=lambda shape: spec.interpreter_seconds(shape, config))
 
 
