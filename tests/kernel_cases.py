@@ -48,3 +48,12 @@ def run_and_check(spec: KernelSpec, inputs: dict, config: Config,
     outputs = poison(spec.allocate_outputs(inputs))
     spec.launch(inputs, config, outputs)
     return check(outputs, spec.reference(inputs), spec.tolerance[dtype])
+
+
+def check_default_shapes(spec: KernelSpec, dtype: torch.dtype, device: str, seed: int) -> None:
+    """Every default shape under configs_for's configs (the GPU tests of each kernel)."""
+    for shape in spec.default_shapes:
+        inputs = spec.make_inputs(shape, dtype, device, seed=seed)
+        for config in configs_for(spec, shape, dtype):
+            verdict = run_and_check(spec, inputs, config, dtype)
+            assert verdict.ok, f"{shape} {config}: {verdict.detail}"

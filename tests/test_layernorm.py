@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from kernel_cases import configs_for, run_and_check
+from kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.layernorm import MAX_COLS, SPEC, layernorm
@@ -131,8 +131,4 @@ def test_layernorm_rejects_bad_input(device):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_layernorm_default_shapes_on_gpu(dtype, device):
-    for shape in SPEC.default_shapes:
-        inputs = SPEC.make_inputs(shape, dtype, device, seed=6)
-        for config in configs_for(SPEC, shape, dtype):
-            verdict = run_and_check(SPEC, inputs, config, dtype)
-            assert verdict.ok, f"{shape} {config}: {verdict.detail}"
+    check_default_shapes(SPEC, dtype, device, seed=6)

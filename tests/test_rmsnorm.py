@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from kernel_cases import configs_for, run_and_check
+from kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.rmsnorm import ADD_SPEC, MAX_COLS, SPEC, rmsnorm
@@ -90,8 +90,4 @@ def test_rmsnorm_cost_models():
 @pytest.mark.parametrize("spec", [SPEC, ADD_SPEC], ids=lambda s: s.name)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_rmsnorm_default_shapes_on_gpu(dtype, spec, device):
-    for shape in spec.default_shapes:
-        inputs = spec.make_inputs(shape, dtype, device, seed=6)
-        for config in configs_for(spec, shape, dtype):
-            verdict = run_and_check(spec, inputs, config, dtype)
-            assert verdict.ok, f"{shape} {config}: {verdict.detail}"
+    check_default_shapes(spec, dtype, device, seed=6)

@@ -3,7 +3,7 @@ space; a wrong rotation fails the same check."""
 
 import pytest
 import torch
-from kernel_cases import configs_for, run_and_check
+from kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.rope import SPEC, rope, rope_tables, torch_rope
@@ -182,11 +182,7 @@ def test_the_space_prunes_with_reasons_and_keeps_the_default():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_rope_default_shapes_on_gpu(dtype, device):
-    for shape in SPEC.default_shapes:
-        inputs = SPEC.make_inputs(shape, dtype, device, seed=6)
-        for config in configs_for(SPEC, shape, dtype):
-            verdict = run_and_check(SPEC, inputs, config, dtype)
-            assert verdict.ok, f"{shape} {config}: {verdict.detail}"
+    check_default_shapes(SPEC, dtype, device, seed=6)
 
 
 @pytest.mark.gpu

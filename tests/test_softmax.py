@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 import torch
-from kernel_cases import configs_for, run_and_check
+from kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.softmax import MAX_COLS, MAX_ROW_COLS, SPEC, default_config, softmax
@@ -235,8 +235,4 @@ def test_softmax_cost_model():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_softmax_default_shapes_on_gpu(dtype, device):
-    for shape in SPEC.default_shapes:
-        inputs = SPEC.make_inputs(shape, dtype, device, seed=4)
-        for config in configs_for(SPEC, shape, dtype):
-            verdict = run_and_check(SPEC, inputs, config, dtype)
-            assert verdict.ok, f"{shape} {config}: {verdict.detail}"
+    check_default_shapes(SPEC, dtype, device, seed=4)
