@@ -7,7 +7,7 @@ import torch
 from kernel_cases import configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.kernels.matmul import SPEC, alignment, matmul, tma_ready
+from tritonbench_lab.kernels.matmul import SPEC, alignment, matmul, tma_ready, whole_tiles
 from tritonbench_lab.space import HOPPER, config_text
 from tritonbench_lab.spec import Shape
 from tritonbench_lab.verify import check
@@ -140,6 +140,40 @@ def test_tma_refuses_what_descriptors_cannot_describe(device):
     assert any("TMA=1 needs rows of a multiple of 16 bytes; K=12" in r for r in reasons.values())
 
 
+def test_whole_tiles_leaves_the_partial_wave_to_stream_k():
+    assert whole_tiles(288, 132, 0) == 288
+    assert whole_tiles(288, 132, 1) == 264  # two whole waves, 24 tiles shared
+    assert whole_tiles(288, 132, 2) == 132  # one whole wave, 156 tiles shared
+    assert whole_tiles(64, 132, 1) == 0  # fewer tiles than programs: all shared
+    assert whole_tiles(264, 132, 1) == 264  # whole waves: nothing to share
+    assert whole_tiles(100, 132, 2) == 0
+
+
+# (M, N, K, BLOCK_K): with the interpreter's 3 programs and 64 x 64 tiles, shared tiles whose
+# K-steps span two and three programs, a ragged last K-step, and a partial last wave.
+STREAM_K_CASES = [(64, 64, 1000, 32), (96, 80, 72, 64), (300, 104, 520, 64), (136, 72, 296, 32),
+                  (8, 8, 4000, 64)]
+
+
+@pytest.mark.parametrize("dtype", CPU_DTYPES, ids=["fp32", "fp16"])
+@pytest.mark.parametrize("case", STREAM_K_CASES, ids=lambda c: "x".join(map(str, c)))
+def test_stream_k_adds_every_share_once(case, dtype, device):
+    """A share written over another's (the overwrite of a broken split-K) or added twice
+    misses the float64 reference by whole products; a flag left set by one call would hand
+    the next call a stale partial, so two calls must agree bit for bit."""
+    M, N, K, block_k = case
+    shape = Shape.of(M=M, N=N, K=K)
+    inputs = SPEC.make_inputs(shape, dtype, device, seed=M + K)
+    reference = SPEC.reference(inputs)
+    for stream_k in (1, 2):
+        config = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": block_k, "GROUP_M": 8,
+                  "num_warps": 4, "num_stages": 3, "TMA": 1, "STREAM_K": stream_k}
+        first = matmul(inputs["a"], inputs["b"], config)
+        verdict = check((first,), reference, SPEC.tolerance[dtype])
+        assert verdict.ok, f"{config}: {verdict.detail}"
+        assert torch.equal(first, matmul(inputs["a"], inputs["b"], config))
+
+
 def test_tma_is_pruned_where_the_device_has_none():
     no_tma = dataclasses.replace(HOPPER, tma=False, label="sm_80")
     kept, pruned = SPEC.space.prune({"M": 4096, "N": 4096, "K": 4096}, 2, no_tma)
@@ -196,6 +230,27 @@ def test_matmul_default_shapes_on_gpu(dtype, device):
         for config in configs_for(SPEC, shape, dtype, count=1):
             verdict = run_and_check(SPEC, inputs, config, dtype)
             assert verdict.ok, f"{shape} {config}: {verdict.detail}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mnk", [(1000, 1000, 1000), (1528, 1528, 1528), (3000, 3000, 3000),
+                                 (1024, 1024, 16384), (512, 512, 16376)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_stream_k_bf16_on_gpu(mnk, device):
+    """Every stream-K config the space keeps at these shapes (K split into 2 to 20+ shares,
+    K not a multiple of BLOCK_K at two), correct and the same on a second call."""
+    dtype = torch.bfloat16
+    shape = Shape.of(M=mnk[0], N=mnk[1], K=mnk[2])
+    inputs = SPEC.make_inputs(shape, dtype, device, seed=3)
+    reference = SPEC.reference(inputs)
+    kept, _ = SPEC.space.prune(dict(shape.dims), 2, HOPPER)
+    configs = [c for c in kept if c["STREAM_K"]]
+    assert configs
+    for config in configs:
+        first = matmul(inputs["a"], inputs["b"], config)
+        verdict = check((first,), reference, SPEC.tolerance[dtype])
+        assert verdict.ok, f"{config_text(config)}: {verdict.detail}"
+        assert torch.equal(first, matmul(inputs["a"], inputs["b"], config)), config_text(config)
 
 
 @pytest.mark.gpu

@@ -220,8 +220,10 @@ def test_an_edited_result_row_changes_the_report(tmp_path):
 def test_the_default_config_is_known_by_its_texts_before_and_after_an_added_parameter():
     from tritonbench_lab.kernels import default_config_text
 
-    now, before = default_config_text("matmul")
-    assert now.endswith("num_stages=3 TMA=0") and before == now.removesuffix(" TMA=0")
+    now, before_stream_k, before_tma = default_config_text("matmul")
+    assert now.endswith("num_stages=3 TMA=0 STREAM_K=0")
+    assert before_stream_k == now.removesuffix(" STREAM_K=0")
+    assert before_tma == before_stream_k.removesuffix(" TMA=0")
     assert default_config_text("rmsnorm") == ("ROWS=1 num_warps=4",)  # nothing added
     assert default_config_text("no-such-kernel") is None
 

@@ -30,9 +30,23 @@ def test_matmul_space_is_large_enough_and_pruned_with_reasons():
     assert kept and pruned
     reasons = {reason for _, reason in pruned}
     assert any("shared memory" in r for r in reasons)
-    assert any("registers per thread" in r for r in reasons)
-    # The pruned ones really exceed the limit: 256x256 tiles can never fit 8 warps' registers.
-    assert not any(c["BLOCK_M"] == 256 and c["BLOCK_N"] == 256 for c in kept)
+    # 256x256 tiles can never fit 8 warps' registers: not configs of the space at all, and
+    # outside() says why (so a narrowed JSON space or a `--config` cannot name one).
+    assert not any(c["BLOCK_M"] == 256 and c["BLOCK_N"] == 256 for c in MATMUL_SPACE)
+    wide = {**MATMUL_SPACE.default, "BLOCK_M": 256, "BLOCK_N": 256, "num_warps": 8}
+    assert "registers per thread" in MATMUL_SPACE.outside(wide)
+    # Stream-K is read by the persistent kernel only.
+    assert all(c["TMA"] for c in MATMUL_SPACE if c["STREAM_K"])
+    assert "TMA=1" in MATMUL_SPACE.outside({**MATMUL_SPACE.default, "STREAM_K": 1})
+
+
+def test_exclusions_leave_combinations_out_of_the_space():
+    space = Space(params={"A": (1, 2), "B": (0, 1)}, default={"A": 1, "B": 0},
+                  excludes=(lambda c: "B=1 needs A=2" if c["B"] and c["A"] != 2 else None,))
+    assert list(space) == [{"A": 1, "B": 0}, {"A": 2, "B": 0}, {"A": 2, "B": 1}]
+    assert len(space) == 3
+    assert space.outside({"A": 1, "B": 1}) == "B=1 needs A=2"
+    assert len(space.narrow({"A": (1,)})) == 1  # the rule holds in a narrowed space too
 
 
 def test_smaller_shared_memory_prunes_more():

@@ -376,3 +376,26 @@ def test_baselines_option_times_only_the_chosen(tmp_path):
     chosen = dataclasses.replace(request, baselines=parse_baselines("torch, compiled"))
     assert providers(chosen) == {TRITON, "torch", "compiled"}
     assert providers(dataclasses.replace(request, baselines=())) == {TRITON}
+
+
+def test_the_source_hash_covers_the_kernel_modules_a_kernel_imports(monkeypatch):
+    """matmul's persistent kernel lives in its own module: an edit there must measure again
+    too; a kernel that imports no other kernel module keeps its one-file hash (so committed
+    rows of softmax and the rest stay current)."""
+    import ast
+    import hashlib
+
+    from tritonbench_lab.kernels import get_spec, matmul_persistent
+    from tritonbench_lab.plan import _code_dump, source_hash
+
+    softmax = get_spec("softmax")
+    one_file = _code_dump(ast.parse(Path(softmax.launch.__code__.co_filename).read_text()))
+    assert source_hash(softmax) == hashlib.sha256(one_file.encode()).hexdigest()[:10]
+    matmul = get_spec("matmul")
+    before = source_hash(matmul)
+    persistent = Path(matmul_persistent.__file__)
+    text = persistent.read_text()
+    real_read = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: (
+        text + "\nEDITED = True\n" if self == persistent else real_read(self, *a, **k)))
+    assert source_hash(matmul) != before

@@ -48,6 +48,9 @@ HOPPER = DeviceLimits(label="sm_90 (H100/H200)", shared_memory_bytes=232_448, tm
 # A constraint gets (config, shape sizes by name, element size in bytes, device limits) and
 # returns a reason the config is pruned, or None to keep it.
 Constraint = Callable[[Config, Mapping[str, int], int, DeviceLimits], "str | None"]
+# An exclusion gets a config alone and returns why no shape or device could make it a config
+# of the kernel (a parameter that only one of two kernels reads, set on the other), or None.
+Exclusion = Callable[[Config], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,9 @@ class Space:
     # does what the kernel did before it existed (softmax: PER_SM=0, SPLIT=1). A config
     # written without one is completed with it, so committed configs survive a grown space.
     added: Mapping[str, int] = field(default_factory=dict)
+    # Combinations of the product that are not configs at all: left out of the space rather
+    # than pruned at every shape (a pruned config is a `skipped` row in every sweep).
+    excludes: tuple[Exclusion, ...] = ()
 
     def __post_init__(self) -> None:
         for name, values in self.params.items():
@@ -74,12 +80,20 @@ class Space:
             raise ValueError(f"default config is outside the space: {self.outside(self.default)}")
 
     def __len__(self) -> int:
-        return math.prod(len(v) for v in self.params.values())
+        if not self.excludes:
+            return math.prod(len(v) for v in self.params.values())
+        return sum(1 for _ in self)
 
     def __iter__(self) -> Iterator[Config]:
         names = list(self.params)
         for values in itertools.product(*self.params.values()):
-            yield dict(zip(names, values, strict=True))
+            config = dict(zip(names, values, strict=True))
+            if not self.excluded(config):
+                yield config
+
+    def excluded(self, config: Mapping[str, Any]) -> str | None:
+        """Why `config` (a complete point of the product) is left out of the space, or None."""
+        return next((why for rule in self.excludes if (why := rule(dict(config)))), None)
 
     def complete(self, config: Mapping[str, Any]) -> Config:
         """`config` with every added parameter it lacks set to its earlier behaviour, in the
@@ -99,7 +113,7 @@ class Space:
         for name, values in self.params.items():
             if config[name] not in values:
                 return f"{name}={config[name]} is not one of {list(values)}"
-        return None
+        return self.excluded(config)
 
     def narrow(self, params: Mapping[str, tuple[int, ...]]) -> Space:
         """This space with some parameter lists replaced; constraints and other settings

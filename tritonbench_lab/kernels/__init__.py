@@ -107,13 +107,17 @@ def load_kernel_module(path: str | Path) -> list[KernelSpec]:
 
 def default_config_text(name: str) -> tuple[str, ...] | None:
     """The untuned default config of a kernel tlab knows, as rows write configs: its text,
-    then (when the space grew parameters since) the text rows measured before them carry.
-    None for a kernel tlab does not know (pictures then draw no default line)."""
+    then (when the space grew parameters since) the texts rows measured before each of them
+    carry (`added` lists parameters in the order they were added). None for a kernel tlab
+    does not know (pictures then draw no default line)."""
     from tritonbench_lab.space import config_text
 
     if name not in names():
         return None
     space = get_spec(name).space
     default = dict(space.default)
-    older = {k: v for k, v in default.items() if space.added.get(k, object()) != v}
-    return tuple(dict.fromkeys([config_text(default), config_text(older)]))
+    texts = [config_text(default)]
+    for param in reversed([k for k, v in space.added.items() if default.get(k) == v]):
+        default.pop(param)
+        texts.append(config_text(default))
+    return tuple(dict.fromkeys(texts))

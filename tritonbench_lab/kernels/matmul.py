@@ -12,24 +12,30 @@ Two kernels, chosen by the space's TMA parameter. The plain one (TMA=0) runs one
 per BLOCK_M x BLOCK_N tile of C, walking K in BLOCK_K steps with masked pointer loads; it
 takes any strides, and its launcher tells it what Triton cannot see (sizes and row strides
 that are multiples of 8 but not 16), which keeps its loads 16 bytes wide and pipelined. The
-persistent one (TMA=1; Hopper and newer) runs at most one program per SM over all tiles, each
-tile copied by the tensor memory accelerator through tensor descriptors, which zero-fill
-ragged edges in hardware; it needs row-major operands with rows of a multiple of 16 bytes.
-Both number tiles so that GROUP_M consecutive ones share a column of B tiles and sweep down
+persistent one (TMA=1; Hopper and newer; its own file, matmul_persistent.py) runs at most one
+program per SM over all tiles, each tile copied by the tensor memory accelerator through
+tensor descriptors, which zero-fill ragged edges in hardware; it needs row-major operands with
+rows of a multiple of 16 bytes. STREAM_K > 0 lets it share the K-steps of the tiles of a
+partial last wave among all programs instead of leaving most SMs idle for that wave. Both
+number tiles so that GROUP_M consecutive ones share a column of B tiles and sweep down
 GROUP_M rows of A tiles: tiles that run at the same time then reuse each other's A and B tiles
 from L2 instead of reading them again from memory.
 """
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.kernels.matmul_persistent import (
+    TMA_ALIGN_BYTES,
+    grouped_tile,
+    launch_persistent,
+    tma_ready,  # noqa: F401  (ops checks a call's tensors with it)
+    whole_tiles,
+)
 from tritonbench_lab.space import Config, DeviceLimits, Space, split_config
 from tritonbench_lab.spec import (
     TFLOPS,
@@ -42,17 +48,6 @@ from tritonbench_lab.spec import (
     compile_baseline,
     triton_max_autotune,
 )
-
-
-@triton.jit
-def _tile_of(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
-    """Grouped order: tile ids run down GROUP_M row tiles before moving one column right."""
-    tiles_per_group = GROUP_M * tiles_n
-    first_tile_m = (tile // tiles_per_group) * GROUP_M
-    group_rows = min(tiles_m - first_tile_m, GROUP_M)  # the last group may be short
-    tile_m = first_tile_m + (tile % tiles_per_group) % group_rows
-    tile_n = (tile % tiles_per_group) // group_rows
-    return tile_m, tile_n
 
 
 @triton.jit
@@ -79,7 +74,7 @@ def matmul_kernel(
         stride_am = stride_am // ALIGN * ALIGN
         stride_bk = stride_bk // ALIGN * ALIGN
         stride_cm = stride_cm // ALIGN * ALIGN
-    tile_m, tile_n = _tile_of(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    tile_m, tile_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
 
     # Rows and columns past the edge are wrapped back into range for the loads (so loads need
     # no mask) and dropped by the store mask at the end.
@@ -112,47 +107,11 @@ def matmul_kernel(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def matmul_tma_kernel(
-    a_desc, b_desc, c_desc,  # tensor descriptors of A (M x K), B (K x N), C (M x N)
-    M, N, K,  # problem sizes
-    BLOCK_M: tl.constexpr,  # rows of C per tile (the descriptors' block shapes agree)
-    BLOCK_N: tl.constexpr,  # columns of C per tile
-    BLOCK_K: tl.constexpr,  # depth of one step along K
-    GROUP_M: tl.constexpr,  # row tiles that share a column of B tiles, for L2 reuse
-    IEEE_FP32: tl.constexpr,  # multiply fp32 inputs in full precision instead of tf32
-):
-    """Persistent: at most one program per SM, each walking the tiles id, id + programs, ...
-    The tensor memory accelerator copies tiles into shared memory and fills what lies past
-    an edge with zeros, so ragged M, N and K need no masks; stores past an edge are dropped."""
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    steps = tl.cdiv(K, BLOCK_K)
-    # flatten: one software pipeline over every (tile, step), so the loads of the next tile
-    # start while the last steps of this one are still in the tensor cores.
-    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0), flatten=True):
-        tile_m, tile_n = _tile_of(tile, tiles_m, tiles_n, GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for step in range(steps):
-            a = a_desc.load([tile_m * BLOCK_M, step * BLOCK_K])
-            b = b_desc.load([step * BLOCK_K, tile_n * BLOCK_N])
-            if IEEE_FP32:
-                acc = tl.dot(a, b, acc, input_precision="ieee")
-            else:
-                acc = tl.dot(a, b, acc)
-        c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(c_desc.dtype))
-
-
 # The config people write without tuning (Triton tutorial-sized tiles, default warps/stages).
 DEFAULT_CONFIG: Config = {
     "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 3,
-    "TMA": 0,
+    "TMA": 0, "STREAM_K": 0,
 }
-# Tensor descriptors need 16-byte aligned bases and row strides (and unit inner strides).
-TMA_ALIGN_BYTES = 16
-# Programs of the persistent kernel in Triton's interpreter (no SMs to count there): a few,
-# so that each walks several tiles.
-INTERPRETER_PROGRAMS = 3
 
 
 def alignment(*values: int) -> int:
@@ -163,31 +122,12 @@ def alignment(*values: int) -> int:
     return next((a for a in (8, 4, 2) if all(v % a == 0 for v in values)), 1)
 
 
-def tma_ready(*tensors: torch.Tensor) -> str | None:
-    """Why tensor descriptors cannot describe these 2-D tensors, or None when they can."""
-    for t in tensors:
-        size = t.element_size()
-        if t.stride(1) != 1:
-            return "TMA=1 needs every matrix with unit column stride (row-major)"
-        if (t.stride(0) * size) % TMA_ALIGN_BYTES or t.data_ptr() % TMA_ALIGN_BYTES:
-            return (f"TMA=1 needs {TMA_ALIGN_BYTES}-byte aligned rows; a row stride of "
-                    f"{t.stride(0)} x {size} B is not")
-    return None
-
-
-@functools.cache
-def _programs(device: torch.device) -> int:
-    if device.type != "cuda":
-        return INTERPRETER_PROGRAMS
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def bind(config: Config | None = None):
     """A launcher for one config, `run(a, b, out=None) -> C`, with the config split once
     (tritonbench_lab.ops keeps one per shape). TMA=1 launches the persistent
     tensor-descriptor kernel (row-major operands with 16-byte aligned rows)."""
-    meta, options = split_config(DEFAULT_CONFIG if config is None else config)
-    tma = meta.pop("TMA", 0)
+    meta, options = split_config(SPACE.complete(DEFAULT_CONFIG if config is None else config))
+    tma, stream_k = meta.pop("TMA"), meta.pop("STREAM_K")
     bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
 
     def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -199,18 +139,11 @@ def bind(config: Config | None = None):
         N = b.shape[1]
         if out is None:
             out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+        if tma:
+            launch_persistent(a, b, out, meta, options, stream_k)
+            return out
         tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
         ieee = a.dtype == torch.float32
-        if tma:
-            why = tma_ready(a, b, out)
-            if why:
-                raise TlabError(why)
-            descriptors = (TensorDescriptor.from_tensor(a, [bm, bk]),
-                           TensorDescriptor.from_tensor(b, [bk, bn]),
-                           TensorDescriptor.from_tensor(out, [bm, bn]))
-            grid = (min(tiles, _programs(a.device)),)
-            matmul_tma_kernel[grid](*descriptors, M, N, K, IEEE_FP32=ieee, **meta, **options)
-            return out
         row_major = a.stride(1) == b.stride(1) == out.stride(1) == 1
         align = alignment(N, K, a.stride(0), b.stride(0), out.stride(0)) if row_major else 1
         matmul_kernel[(tiles,)](
@@ -261,7 +194,7 @@ def fits_shared_memory(config: Config, sizes, elem_bytes: int, limits: DeviceLim
     return None
 
 
-def fits_registers(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
+def accumulator_fits(config: Config) -> str | None:
     per_thread = config["BLOCK_M"] * config["BLOCK_N"] // (32 * config["num_warps"])
     if per_thread > MAX_ACCUMULATOR_PER_THREAD:
         return (f"accumulator needs {per_thread} registers per thread "
@@ -284,8 +217,27 @@ def fits_tma(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> st
         if sizes[dim] * elem_bytes % TMA_ALIGN_BYTES:
             return (f"TMA=1 needs rows of a multiple of {TMA_ALIGN_BYTES} bytes; "
                     f"{dim}={sizes[dim]} x {elem_bytes} B is not")
-    if min(config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]) < TMA_MIN_TILE:
+    return None
+
+
+def tma_tiles_and_stream_k(config: Config) -> str | None:
+    if config["TMA"] and min(config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]) < TMA_MIN_TILE:
         return f"TMA=1 is tried with tiles of at least {TMA_MIN_TILE} in every dimension"
+    if config["STREAM_K"] and not config["TMA"]:
+        return f"STREAM_K={config['STREAM_K']} belongs to the persistent kernel (TMA=1)"
+    return None
+
+
+def fits_stream_k(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
+    """Stream-K only where it changes who does what."""
+    stream_k = config.get("STREAM_K", 0)
+    if stream_k == 0:
+        return None
+    tiles = -(-sizes["M"] // config["BLOCK_M"]) * -(-sizes["N"] // config["BLOCK_N"])
+    if whole_tiles(tiles, limits.sms, stream_k) == tiles:
+        return f"{tiles} tiles fill whole waves of {limits.sms} programs: nothing to share"
+    if stream_k > 1 and whole_tiles(tiles, limits.sms, stream_k - 1) == 0:
+        return f"STREAM_K={stream_k - 1} already shares all {tiles} tiles"
     return None
 
 
@@ -298,10 +250,13 @@ SPACE = Space(
         "num_warps": (4, 8),
         "num_stages": (3, 4, 5),
         "TMA": (0, 1),  # 1: the persistent tensor-descriptor kernel
+        "STREAM_K": (0, 1, 2),  # its tiles of a partial last wave shared by K-steps
     },
-    constraints=(fits_tma, fits_shared_memory, fits_registers),
+    constraints=(fits_tma, fits_stream_k, fits_shared_memory),
     default=DEFAULT_CONFIG,
-    added={"TMA": 0},  # configs tuned before the TMA kernel existed ran the plain one
+    # configs tuned before the TMA kernel existed ran the plain one; before stream-K, whole tiles
+    added={"TMA": 0, "STREAM_K": 0},
+    excludes=(accumulator_fits, tma_tiles_and_stream_k),
 )
 
 
