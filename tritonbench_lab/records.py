@@ -59,6 +59,8 @@ DO_BENCH = "do_bench"  # triton.testing.do_bench: CUDA events, L2 flushed before
 CUDAGRAPH = "cudagraph"  # the same calls replayed from a CUDA graph: no launch gaps (timing.py)
 INTERPRETER = "interpreter"  # wall clock of Triton's CPU interpreter: not GPU numbers
 METHODS = ("", DO_BENCH, CUDAGRAPH, INTERPRETER)
+# Columns whose cells must be one of these words.
+VOCABULARY = {"status": STATUSES, "phase": PHASES, "method": METHODS, "metric": METRICS}
 
 
 @dataclass(frozen=True)
@@ -205,31 +207,45 @@ def to_cells(row: Any) -> list[str]:
 
 def from_cells(cls: type, values: dict[str, str]) -> Any:
     """Inverse of to_cells; ValueError naming the column on a malformed cell."""
-    kwargs: dict[str, Any] = {}
-    for name, (base, optional) in _kinds(cls).items():
-        if name not in values:
-            raise ValueError(f"missing column {name}")
-        text = values[name]
+    missing = next((name for name in _kinds(cls) if name not in values), None)
+    if missing is not None:
+        raise ValueError(f"missing column {missing}")
+    return row_decoder(cls)([values[name] for name in _kinds(cls)])
+
+
+def _convert(name: str, base: type, optional: bool):
+    def convert(text: str):
         if text == "" and optional:
-            kwargs[name] = None
-        elif base is str:
-            kwargs[name] = text
-        else:
-            try:
-                kwargs[name] = base(text)
-            except ValueError:
-                raise ValueError(f"{name} is not {'an integer' if base is int else 'a number'}: "
-                                 f"{text!r}") from None
-    row = cls(**kwargs)
-    _check_vocabulary(row)
-    return row
+            return None
+        try:
+            return base(text)
+        except ValueError:
+            raise ValueError(f"{name} is not {'an integer' if base is int else 'a number'}: "
+                             f"{text!r}") from None
+    return convert
 
 
-def _check_vocabulary(row: Any) -> None:
-    allowed = {"status": STATUSES, "phase": PHASES, "method": METHODS, "metric": METRICS}
-    for name, values in allowed.items():
-        if hasattr(row, name) and getattr(row, name) not in values:
-            raise ValueError(f"unknown {name} {getattr(row, name)!r}")
+@functools.cache
+def row_decoder(cls: type):
+    """A function from a row's cells, in field order, to the row (from_cells without the
+    column lookups: results files hold tens of thousands of rows, read on every sweep)."""
+    kinds = _kinds(cls)
+    # text columns pass through as they are; the others are converted one by one
+    converters = [(i, _convert(name, base, optional))
+                  for i, (name, (base, optional)) in enumerate(kinds.items()) if base is not str]
+    vocabulary = [(i, name, values) for i, name in enumerate(kinds)
+                  for key, values in VOCABULARY.items() if key == name]
+
+    def decode(cells: list[str]) -> Any:
+        cells = list(cells)
+        for i, convert in converters:
+            cells[i] = convert(cells[i])
+        for i, name, values in vocabulary:
+            if cells[i] not in values:
+                raise ValueError(f"unknown {name} {cells[i]!r}")
+        return cls(*cells)
+
+    return decode
 
 
 def replace(row: Any, **changes: Any) -> Any:

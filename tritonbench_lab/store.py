@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import Ceiling, Record, Winner, from_cells, to_cells
+from tritonbench_lab.records import Ceiling, Record, Winner, row_decoder, to_cells
 
 _KIND = {Record: "results", Winner: "winners", Ceiling: "ceilings"}
 _cache: dict[tuple, list] = {}
@@ -109,12 +109,14 @@ def _parse(path: Path, cls: type) -> list[Any]:
         missing = [c for c in columns if c not in header]
         raise TlabError(f"{str(path)!r} is not a tlab {_KIND[cls]} file: its header does not "
                         f"match results/SCHEMA.md (missing: {', '.join(missing) or 'none'})")
+    decode = row_decoder(cls)
+    extra = [filled[c] for c in columns[len(header):]]  # cells of columns added since
     rows = []
     for number, values in enumerate(reader, start=2):
         try:
             if len(values) != len(header):
                 raise ValueError(f"{len(values)} fields, expected {len(header)}")
-            rows.append(from_cells(cls, {**dict(zip(header, values, strict=True)), **filled}))
+            rows.append(decode(values + extra if extra else values))
         except ValueError as err:
             raise TlabError(f"{str(path)!r} line {number}: {err}") from err
     return rows
