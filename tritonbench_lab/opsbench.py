@@ -66,18 +66,22 @@ class OpsRow:
         return self.ops_host_us - self.bare_host_us
 
 
-def _host_us(fn: Callable[[], object]) -> float:
+def _host_us(fns: tuple[Callable[[], object], ...], rounds: int = 9) -> list[float]:
+    """Host time of one call of each fn (median over rounds of HOST_CALLS calls queued back
+    to back); the fns take turns within each round, so drift of the machine (clocks, other
+    processes) falls on all of them alike."""
     import torch
 
-    samples = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(HOST_CALLS):
-            fn()
-        samples.append((time.perf_counter() - start) / HOST_CALLS * 1e6)
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, own in zip(fns, samples, strict=True):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(HOST_CALLS):
+                fn()
+            own.append((time.perf_counter() - start) / HOST_CALLS * 1e6)
     torch.cuda.synchronize()
-    return statistics.median(samples)
+    return [statistics.median(own) for own in samples]
 
 
 def _calls(kernel: str, inputs: dict):
@@ -128,7 +132,7 @@ def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0)
     torch_graph = triton.testing.do_bench_cudagraph(torch_call, rep=100)
     return OpsRow(kernel, dtype_name, "x".join(map(str, sizes)),
                   "triton" if launch is not None else "torch", verdict.ok, ops_ms, torch_ms,
-                  ops_graph, torch_graph, _host_us(ops_call), _host_us(bare))
+                  ops_graph, torch_graph, *_host_us((ops_call, bare)))
 
 
 def report(rows: list[OpsRow]) -> list[str]:
