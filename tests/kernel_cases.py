@@ -50,10 +50,18 @@ def run_and_check(spec: KernelSpec, inputs: dict, config: Config,
     return check(outputs, spec.reference(inputs), spec.tolerance[dtype])
 
 
+def check_configs_at(spec: KernelSpec, shape: Shape, dtype: torch.dtype, device: str,
+                     seed: int, count: int = 1) -> int:
+    """configs_for's configs at one shape, each against the reference; how many ran."""
+    inputs = spec.make_inputs(shape, dtype, device, seed=seed)
+    configs = configs_for(spec, shape, dtype, count=count)
+    for config in configs:
+        verdict = run_and_check(spec, inputs, config, dtype)
+        assert verdict.ok, f"{shape} {config}: {verdict.detail}"
+    return len(configs)
+
+
 def check_default_shapes(spec: KernelSpec, dtype: torch.dtype, device: str, seed: int) -> None:
     """Every default shape under configs_for's configs (the GPU tests of each kernel)."""
     for shape in spec.default_shapes:
-        inputs = spec.make_inputs(shape, dtype, device, seed=seed)
-        for config in configs_for(spec, shape, dtype):
-            verdict = run_and_check(spec, inputs, config, dtype)
-            assert verdict.ok, f"{shape} {config}: {verdict.detail}"
+        check_configs_at(spec, shape, dtype, device, seed)

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 import torch
-from kernel_cases import configs_for, run_and_check
+from kernel_cases import check_configs_at, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.matmul import SPEC, alignment, matmul, tma_ready, whole_tiles
@@ -28,12 +28,7 @@ CPU_DTYPES = [torch.float32, torch.float16]
 @pytest.mark.parametrize("mnk", AWKWARD, ids=lambda s: "x".join(map(str, s)))
 def test_matmul_awkward_shapes(mnk, dtype, device):
     shape = Shape.of(M=mnk[0], N=mnk[1], K=mnk[2])
-    inputs = SPEC.make_inputs(shape, dtype, device, seed=sum(mnk))
-    configs = configs_for(SPEC, shape, dtype)
-    assert len(configs) >= 3
-    for config in configs:
-        verdict = run_and_check(SPEC, inputs, config, dtype)
-        assert verdict.ok, f"{config}: {verdict.detail}"
+    assert check_configs_at(SPEC, shape, dtype, device, seed=sum(mnk)) >= 3
 
 
 def _operands(kind, M, N, K, dtype, device):

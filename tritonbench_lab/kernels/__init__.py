@@ -19,6 +19,8 @@ from tritonbench_lab.spec import KernelSpec
 # name -> "module:attribute"; modules are imported on first use, so listing names is cheap.
 _BUILTIN: dict[str, str] = {
     "matmul": "tritonbench_lab.kernels.matmul:SPEC",
+    "matmul_gelu": "tritonbench_lab.kernels.matmul_gelu:SPEC",
+    "matmul_gelu_tanh": "tritonbench_lab.kernels.matmul_gelu:TANH_SPEC",
     "softmax": "tritonbench_lab.kernels.softmax:SPEC",
     "rmsnorm": "tritonbench_lab.kernels.rmsnorm:SPEC",
     "add_rmsnorm": "tritonbench_lab.kernels.rmsnorm:ADD_SPEC",

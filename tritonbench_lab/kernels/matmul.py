@@ -30,7 +30,9 @@ import triton.language as tl
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.matmul_persistent import (
+    NO_EPILOGUE,
     TMA_ALIGN_BYTES,
+    epilogue,
     grouped_tile,
     launch_persistent,
     tma_ready,  # noqa: F401  (ops checks a call's tensors with it)
@@ -53,6 +55,7 @@ from tritonbench_lab.spec import (
 @triton.jit
 def matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # A (M x K), B (K x N), C (M x N)
+    bias_ptr,  # N values added before GELU (EPILOGUE > 0); unused otherwise
     M, N, K,  # problem sizes
     stride_am, stride_ak,  # element strides of A
     stride_bk, stride_bn,  # element strides of B
@@ -64,6 +67,7 @@ def matmul_kernel(
     EVEN_K: tl.constexpr,  # K % BLOCK_K == 0: the K loop needs no masks
     ALIGN: tl.constexpr,  # N, K and the row strides are multiples of ALIGN (the launcher checked)
     IEEE_FP32: tl.constexpr,  # multiply fp32 inputs in full precision instead of tf32
+    EPILOGUE: tl.constexpr,  # NO_EPILOGUE, GELU_ERF or GELU_TANH (of acc + bias)
 ):
     if ALIGN > 1:
         # Triton proves divisibility of arguments by 16 only; `x // A * A` hands the compiler
@@ -104,6 +108,7 @@ def matmul_kernel(
     out_cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + out_rows[:, None] * stride_cm + out_cols[None, :] * stride_cn
     mask = (out_rows[:, None] < M) & (out_cols[None, :] < N)
+    acc = epilogue(acc, bias_ptr, out_cols, N, EPILOGUE)
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
@@ -122,34 +127,40 @@ def alignment(*values: int) -> int:
     return next((a for a in (8, 4, 2) if all(v % a == 0 for v in values)), 1)
 
 
-def bind(config: Config | None = None):
-    """A launcher for one config, `run(a, b, out=None) -> C`, with the config split once
-    (tritonbench_lab.ops keeps one per shape). TMA=1 launches the persistent
-    tensor-descriptor kernel (row-major operands with 16-byte aligned rows)."""
+def bind(config: Config | None = None, epilogue: int = NO_EPILOGUE):
+    """A launcher for one config, `run(a, b, out=None, bias=None) -> C`, with the config
+    split once (tritonbench_lab.ops keeps one per shape). TMA=1 launches the persistent
+    tensor-descriptor kernel (row-major operands with 16-byte aligned rows). `epilogue`
+    (matmul_persistent's GELU_ERF or GELU_TANH) stores gelu(A @ B + bias) instead of A @ B."""
     meta, options = split_config(SPACE.complete(DEFAULT_CONFIG if config is None else config))
     tma, stream_k = meta.pop("TMA"), meta.pop("STREAM_K")
     bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
 
-    def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
+            bias: torch.Tensor | None = None) -> torch.Tensor:
         if (a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype
                 or a.dtype not in SPEC.dtypes):
             raise TlabError(f"matmul needs (M x K) @ (K x N) of one dtype, fp32, fp16 or bf16; "
                             f"got {tuple(a.shape)} {a.dtype} @ {tuple(b.shape)} {b.dtype}")
         M, K = a.shape
         N = b.shape[1]
+        if epilogue != NO_EPILOGUE and (bias is None or bias.shape != (N,)
+                                        or bias.stride(0) != 1 or bias.device != a.device):
+            raise TlabError(f"the GELU epilogue needs a contiguous bias of {N} values on "
+                            f"{a.device}, got {None if bias is None else tuple(bias.shape)}")
         if out is None:
             out = torch.empty((M, N), dtype=a.dtype, device=a.device)
         if tma:
-            launch_persistent(a, b, out, meta, options, stream_k)
+            launch_persistent(a, b, out, meta, options, stream_k, bias, epilogue)
             return out
         tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
         ieee = a.dtype == torch.float32
         row_major = a.stride(1) == b.stride(1) == out.stride(1) == 1
         align = alignment(N, K, a.stride(0), b.stride(0), out.stride(0)) if row_major else 1
         matmul_kernel[(tiles,)](
-            a, b, out, M, N, K,
+            a, b, out, bias, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-            EVEN_K=K % bk == 0, ALIGN=align, IEEE_FP32=ieee, **meta, **options,
+            EVEN_K=K % bk == 0, ALIGN=align, IEEE_FP32=ieee, EPILOGUE=epilogue, **meta, **options,
         )
         return out
 

@@ -37,6 +37,32 @@ def grouped_tile(tile, tiles_m, tiles_n, GROUP_M: tl.constexpr):
     return tile_m, tile_n
 
 
+# What the kernels do to a tile of A @ B before it is stored (matmul_gelu.py's kernels).
+NO_EPILOGUE, GELU_ERF, GELU_TANH = 0, 1, 2
+# Globals a @triton.jit function reads must be constexprs (the interpreter does not check).
+_NO_EPILOGUE, _GELU_ERF = tl.constexpr(NO_EPILOGUE), tl.constexpr(GELU_ERF)
+SQRT_HALF = tl.constexpr(0.7071067811865476)  # 1 / sqrt(2)
+SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
+GELU_CUBIC = tl.constexpr(0.044715)
+
+
+@triton.jit
+def epilogue(acc, bias_ptr, cols, N, EPILOGUE: tl.constexpr):
+    """The fp32 tile as stored: as it is, or gelu(acc + bias) with the bias of its columns
+    (erf form, or the tanh approximation), before the one rounding to C's dtype."""
+    if EPILOGUE == _NO_EPILOGUE:
+        out = acc
+    else:
+        x = acc + tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+        if EPILOGUE == _GELU_ERF:
+            out = 0.5 * x * (1.0 + tl.erf(x * SQRT_HALF))
+        else:
+            # tanh(u) = 1 - 2 / (exp(2u) + 1): Triton has exp but no tanh of its own
+            u = SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)
+            out = x * (1.0 - 1.0 / (tl.exp(2.0 * u) + 1.0))
+    return out
+
+
 @triton.jit
 def _tile_steps(a_desc, b_desc, tile_m, tile_n, first, last, BLOCK_M: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, IEEE_FP32: tl.constexpr):
@@ -56,6 +82,7 @@ def _tile_steps(a_desc, b_desc, tile_m, tile_n, first, last, BLOCK_M: tl.constex
 def matmul_tma_kernel(
     a_desc, b_desc, c_desc,  # tensor descriptors of A (M x K), B (K x N), C (M x N)
     partials_ptr, flags_ptr,  # stream-K: a BLOCK_M x BLOCK_N fp32 tile and a flag per program
+    bias_ptr,  # N values added before GELU (EPILOGUE > 0); unused otherwise
     M, N, K,  # problem sizes
     whole_tiles,  # tiles computed whole, one program each; the rest are shared (stream-K)
     share,  # stream-K: K-steps of the shared tiles per program
@@ -64,6 +91,7 @@ def matmul_tma_kernel(
     BLOCK_K: tl.constexpr,  # depth of one step along K
     GROUP_M: tl.constexpr,  # row tiles that share a column of B tiles, for L2 reuse
     IEEE_FP32: tl.constexpr,  # multiply fp32 inputs in full precision instead of tf32
+    EPILOGUE: tl.constexpr,  # NO_EPILOGUE, GELU_ERF or GELU_TANH (of acc + bias)
     PASS: tl.constexpr,  # 0: all; the interpreter runs 1 (hand-overs only), then 2 (the rest)
 ):
     """Persistent: at most one program per SM, each walking the tiles id, id + programs, ...
@@ -90,6 +118,8 @@ def matmul_tma_kernel(
             tile_m, tile_n = grouped_tile(tile, tiles_m, tiles_n, GROUP_M)
             acc = _tile_steps(a_desc, b_desc, tile_m, tile_n, 0, steps,
                               BLOCK_M, BLOCK_N, BLOCK_K, IEEE_FP32)
+            cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            acc = epilogue(acc, bias_ptr, cols, N, EPILOGUE)
             c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(c_desc.dtype))
     shared_steps = (tiles_m * tiles_n - whole_tiles) * steps
     at = pid * share
@@ -118,6 +148,8 @@ def matmul_tma_kernel(
                     acc += tl.load(partials_ptr + other * BLOCK_M * BLOCK_N + tile_elems,
                                    cache_modifier=".cg")
                     other += 1
+                cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+                acc = epilogue(acc, bias_ptr, cols, N, EPILOGUE)
                 c_desc.store([tile_m * BLOCK_M, tile_n * BLOCK_N], acc.to(c_desc.dtype))
         at += last - first
 
@@ -174,8 +206,10 @@ def _stream_k_buffers(device: torch.device, programs: int, tile: int):
 
 
 def launch_persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, meta: dict,
-                      options: dict, stream_k: int) -> None:
-    """out = a @ b by the persistent kernel under one config (meta: its constexprs)."""
+                      options: dict, stream_k: int, bias: torch.Tensor | None = None,
+                      epilogue: int = NO_EPILOGUE) -> None:
+    """out = a @ b (or its epilogue, with `bias`) by the persistent kernel under one config
+    (meta: its constexprs)."""
     why = tma_ready(a, b, out)
     if why:
         raise TlabError(why)
@@ -191,8 +225,9 @@ def launch_persistent(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, meta:
     if whole == tiles:
         programs = min(tiles, programs)
     partials, flags = _stream_k_buffers(a.device, programs if share else 0, bm * bn)
-    args = (*descriptors, partials, flags, M, N, K, whole, share)
+    args = (*descriptors, partials, flags, bias, M, N, K, whole, share)
     ieee = a.dtype == torch.float32
     # The interpreter runs programs one by one: every hand-over first, then the rest.
     for pass_ in (1, 2) if share and triton_interpreting() else (0,):
-        matmul_tma_kernel[(programs,)](*args, IEEE_FP32=ieee, PASS=pass_, **meta, **options)
+        matmul_tma_kernel[(programs,)](*args, IEEE_FP32=ieee, EPILOGUE=epilogue, PASS=pass_,
+                                       **meta, **options)
