@@ -1,0 +1,96 @@
+"""Compile kernels for a GPU this machine does not have.
+
+Triton's compiler needs a target, not a GPU: with a stand-in driver that names the target
+(sm_90, Hopper, by default) and launches turned into compile-only warm-ups, a kernel's own
+launcher compiles each config all the way to a cubin on a CPU. This checks what Triton's
+interpreter cannot: the interpreter runs a kernel as Python, so code the compiler refuses
+(a global read inside @triton.jit that is not a constexpr, a construct the code generator
+does not support, a layout no pass can lower, bf16 tensor-core paths) runs there and fails
+only on the GPU. The CPU tests compile every built-in kernel this way.
+
+Run in a process of its own: Triton must be imported with TRITON_INTERPRET unset, and the
+stand-in driver replaces the real one for the rest of the process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from tritonbench_lab.space import HOPPER, Config
+from tritonbench_lab.spec import KernelSpec
+
+HOPPER_ARCH = 90
+
+
+class _CompileOnlyDriver:
+    """What Triton's JIT asks of a driver before compiling, answered without a GPU."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device=None) -> int:
+        return 0
+
+    def get_current_target(self):
+        return self.target
+
+    def get_active_torch_device(self):
+        import torch
+
+        return torch.device("cpu")
+
+    def is_active(self) -> bool:
+        return True
+
+
+def compile_only_for(arch: int = HOPPER_ARCH) -> None:
+    """From now on in this process, every Triton launch compiles for sm_<arch> and launches
+    nothing (CPU tensors stand in for the GPU's)."""
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        raise RuntimeError("cross-compiling needs TRITON_INTERPRET unset before triton is imported")
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+    from triton.runtime.jit import JITFunction
+
+    driver.set_active(_CompileOnlyDriver(GPUTarget("cuda", arch, 32)))
+    launch = JITFunction.run
+
+    def compile_only(self, *args, grid, warmup, **kwargs):
+        return launch(self, *args, grid=grid, warmup=True, **kwargs)
+
+    JITFunction.run = compile_only
+
+
+def covering_configs(configs: list[Config]) -> list[Config]:
+    """A few configs among these in which every value of every parameter occurs (each
+    constexpr branch of the kernel is compiled at least once), greedily, most new values
+    first."""
+    missing = {(k, v) for config in configs for k, v in config.items()}
+    chosen: list[Config] = []
+    while missing:
+        best = max(configs, key=lambda c: len(missing & set(c.items())))
+        chosen.append(best)
+        missing -= set(best.items())
+    return chosen
+
+
+def compile_errors(spec: KernelSpec, dtypes: Iterable | None = None) -> list[str]:
+    """Compile the spec's configs that cover its space at its first small shape, for each
+    dtype (all of the spec's by default), after compile_only_for(): one line per failure."""
+    shape = spec.small_shapes[0]
+    errors = []
+    for dtype in dtypes or spec.dtypes:
+        kept, _ = spec.space.prune(dict(shape.dims), dtype.itemsize, HOPPER)
+        inputs = spec.make_inputs(shape, dtype, "cpu", 0)
+        for config in covering_configs(kept):
+            try:
+                spec.launch(inputs, config, spec.allocate_outputs(inputs))
+            except Exception as err:  # reported, one line each, by the caller
+                first = str(err).strip().splitlines()
+                errors.append(f"{spec.name} {str(dtype).removeprefix('torch.')} {shape} "
+                              f"{config}: {type(err).__name__}: {' | '.join(first[:1] + first[-2:])}")
+    return errors
