@@ -29,7 +29,8 @@ def test_completion_offers_kernels_and_dtypes():
     assert complete_kernels("so") == ["softmax"]
     assert set(complete_kernels("")) >= {"matmul", "softmax", "rmsnorm", "add_rmsnorm"}
     assert complete_dtypes("b") == ["bf16"]
-    assert complete_dtypes("fp32,f") == ["fp32,fp32", "fp32,fp16"]
+    assert complete_dtypes("fp32,f") == ["fp32,fp32", "fp32,fp16", "fp32,fp8e4m3", "fp32,fp8e5m2"]
+    assert complete_dtypes("fp8") == ["fp8e4m3", "fp8e5m2"]
 
 
 def test_list_with_a_kernel_module_chooses_the_backend_before_loading_it():

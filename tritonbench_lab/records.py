@@ -37,8 +37,10 @@ GBPS = "GB/s"
 METRICS = (TFLOPS, GBPS)
 
 # Dtype names as rows and users write them, and the other spellings accepted for them.
-DTYPE_NAMES = ("fp32", "fp16", "bf16")
-DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
+DTYPE_NAMES = ("fp32", "fp16", "bf16", "fp8e4m3", "fp8e5m2")
+DTYPE_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
+                 "float8_e4m3fn": "fp8e4m3", "e4m3": "fp8e4m3", "float8_e5m2": "fp8e5m2",
+                 "e5m2": "fp8e5m2"}
 
 
 def dtype_name_of(text: str) -> str | None:

@@ -35,6 +35,9 @@ DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
     "fp16": torch.float16,
     "bf16": torch.bfloat16,
+    # inputs only: the fp8 kernels' outputs are bf16 (matmul_fp8)
+    "fp8e4m3": torch.float8_e4m3fn,
+    "fp8e5m2": torch.float8_e5m2,
 }
 DTYPE_NAMES: dict[torch.dtype, str] = {v: k for k, v in DTYPES.items()}
 

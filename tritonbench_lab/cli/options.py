@@ -4,7 +4,8 @@
     --out         folder for generated files only (pictures, REPORT.md, exports)
     --gpu-name    a GPU by name (its slug, e.g. nvidia-h200), or its results folder
     --interpret/--gpu   where kernels run: Triton's CPU interpreter or the GPU
-    --dtype       fp32, fp16, bf16: comma-separated or repeated, in every command
+    --dtype       fp32, fp16, bf16, fp8e4m3, fp8e5m2 (each kernel takes some): comma-separated
+                  or repeated
     --kernel      a kernel name: comma-separated or repeated
 """
 
@@ -49,7 +50,8 @@ GpuName = Annotated[str | None, typer.Option(
 
 Dtypes = Annotated[list[str] | None, typer.Option(
     "--dtype", metavar="DTYPES",
-    help="Dtypes among fp32, fp16, bf16: comma-separated or repeated. Default: all.",
+    help="Dtypes among fp32, fp16, bf16, fp8e4m3, fp8e5m2 (each kernel takes some: `tlab "
+    "list`): comma-separated or repeated. Default: all the kernel takes.",
     autocompletion=complete_dtypes, show_default=False)]
 
 Kernels = Annotated[list[str] | None, typer.Option(
