@@ -21,6 +21,8 @@ _BUILTIN: dict[str, str] = {
     "matmul": "tritonbench_lab.kernels.matmul:SPEC",
     "matmul_gelu": "tritonbench_lab.kernels.matmul_gelu:SPEC",
     "matmul_gelu_tanh": "tritonbench_lab.kernels.matmul_gelu:TANH_SPEC",
+    "matmul_fp8": "tritonbench_lab.kernels.matmul_fp8:SPEC",
+    "matmul_fp8_rowwise": "tritonbench_lab.kernels.matmul_fp8:ROWWISE_SPEC",
     "softmax": "tritonbench_lab.kernels.softmax:SPEC",
     "rmsnorm": "tritonbench_lab.kernels.rmsnorm:SPEC",
     "add_rmsnorm": "tritonbench_lab.kernels.rmsnorm:ADD_SPEC",
