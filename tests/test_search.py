@@ -4,6 +4,7 @@ holes and failures); replay computes the loss. Pure Python: no GPU, no triton.""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import sys
@@ -12,10 +13,12 @@ import pytest
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.search import (
+    PRIOR_STARTS,
     SEARCHES,
     Grid,
     SearchRequest,
     make_search,
+    nearest_first,
     parse_search,
     replay,
     replay_results,
@@ -69,7 +72,7 @@ def best_of(measured):
 
 
 # The default budgets: the share of the space each strategy times, at least 16.
-SHARE = {"random": 1 / 4, "local": 1 / 3, "optuna": 1 / 3}
+SHARE = {"random": 1 / 4, "local": 1 / 3, "optuna": 1 / 3, "prior": 1 / 5}
 
 
 @pytest.mark.parametrize("name", SEARCHES)
@@ -88,7 +91,7 @@ def test_every_strategy_proposes_valid_untimed_configs_within_its_budget(name, b
     # A budget counts what earlier runs timed too.
     if budget is None:
         budget = min(len(configs), max(16, math.ceil(len(configs) * SHARE[name])))
-    if name == "local":  # it may end early, at a point with nothing untimed around
+    if name in ("local", "prior"):  # they may end early, with nothing untimed around
         assert 0 < len(proposed) <= max(0, budget - len(earlier)) or budget <= len(earlier)
     else:
         assert len(proposed) == max(0, budget - len(earlier))
@@ -264,3 +267,86 @@ def test_replay_results_replays_every_shape_of_a_results_file(tmp_path):
     assert table["exhaustive"]["worst_loss"] == 0 and table["exhaustive"]["timed"] == 1
     assert table["local:2"]["runs"] == 6
     assert table["local:2"]["timed"] == pytest.approx(2 / 3)
+
+
+def test_prior_starts_from_what_won_elsewhere_nearest_first():
+    configs = grid()
+    outside = {**TARGET, "BLOCK_K": 256}  # not a point of this space: never proposed
+    prior = [outside, TARGET, TARGET, *configs[:PRIOR_STARTS + 3]]
+    search = make_search("prior", SearchRequest(tuple(configs), DEFAULT, None, 0, tuple(prior)))
+    first = [config_text(c) for c in search.propose({})]
+    expected = list(dict.fromkeys(config_text(c) for c in prior[1:]))[:PRIOR_STARTS]
+    assert first[:PRIOR_STARTS] == expected  # in the prior's order, repeats dropped
+    assert first[PRIOR_STARTS] == config_text(DEFAULT) and len(first) == PRIOR_STARTS + 2
+
+
+def test_prior_finds_a_far_optimum_on_a_budget_that_local_does_not():
+    """The optimum sits far from the default, one move from a config that won elsewhere:
+    six configs from the prior reach it, six from the default and random starts do not."""
+    configs = grid()
+    near = {**TARGET, "BLOCK_M": 32}
+    _, measured = drive_prior(configs, separable, prior=(near,), budget=6)
+    assert best_of(measured) == 1.0
+    _, walked = drive("local", configs, separable, budget=6, default=DEFAULT, seed=0)
+    assert best_of(walked) > 1.0
+
+
+def drive_prior(configs, objective, prior, budget):
+    search = make_search("prior", SearchRequest(tuple(configs), DEFAULT, budget, 0, tuple(prior)))
+    measured = {}
+    while batch := search.propose(measured):
+        for c in batch:
+            assert config_text(c) not in measured
+            measured[config_text(c)] = objective(c)
+    assert len(measured) <= budget
+    return list(measured), measured
+
+
+def test_nearest_first_orders_shapes_by_log_distance():
+    shapes = ["8192x8192x8192", "512x512x512", "4096x4096x1024", "2048x2048x2048"]
+    # distances 3, 9, 2 and 3 (ties keep their order)
+    assert nearest_first(shapes, "4096x4096x4096", str) == [
+        "4096x4096x1024", "8192x8192x8192", "2048x2048x2048", "512x512x512"]
+
+
+def test_replayed_prior_leaves_the_shape_itself_out(tmp_path):
+    """Each shape's prior is the other shapes' winners, nearest first, never its own."""
+    from fixture_results import record
+
+    from tritonbench_lab.store import append_rows
+
+    shapes = ["64x1024", "64x4096", "64x16384"]
+    configs = ["ROWS=1 num_warps=4", "ROWS=2 num_warps=4", "ROWS=4 num_warps=4"]
+    # configs[i] wins at shapes[i] (1.0 ms), every other config takes 2.0 ms there
+    rows = [record("triton", c, shape, 1.0 if i == j else 2.0)
+            for i, shape in enumerate(shapes) for j, c in enumerate(configs)]
+    append_rows(tmp_path / "softmax.csv", rows)
+    replays = replay_results([tmp_path / "softmax.csv"], [("prior", 1)],
+                             defaults={"softmax": {"ROWS": 8, "num_warps": 8}})
+    assert len(replays) == 3
+    assert all(r.timed == 1 and r.found_ms == 2.0 and r.best_ms == 1.0 for r in replays)
+
+
+def test_a_sweep_reads_its_prior_from_the_configs_file_nearest_shape_first(tmp_path):
+    from types import SimpleNamespace
+
+    from fixture_results import write_softmax_fixture
+
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.records import Winner
+    from tritonbench_lab.store import load_records, write_table
+    from tritonbench_lab.sweep import prior_winners
+    from tritonbench_lab.winners import pick_winners
+
+    folder = write_softmax_fixture(tmp_path)
+    winners = pick_winners(load_records(folder / "softmax.csv"))
+    # another config wins at 64x16384 in this copy, so the two priors can be told apart
+    winners[-1] = dataclasses.replace(winners[-1], config="ROWS=1 num_warps=4")
+    write_table(tmp_path / "configs.csv", winners, Winner)
+    spec = get_spec("softmax")
+    request = SimpleNamespace(configs_file=tmp_path / "configs.csv", spec=spec, space=spec.space)
+    prior = prior_winners(request, "fp32", "64x12000")
+    assert [p["ROWS"] for p in prior] == [1, 2, 2]  # 64x16384, then 64x4096, then 64x1024
+    assert all(p == spec.space.complete(p) for p in prior)
+    assert len(prior_winners(request, "fp32", "64x4096")) == 2  # its own row left out
+    assert prior_winners(request, "bf16", "64x4096") == ()

@@ -59,7 +59,7 @@ from tritonbench_lab.schedule import Batch, Pipeline, Scheduler
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import config_text
 from tritonbench_lab.spec import parse_dtype, throughput
-from tritonbench_lab.store import append_rows, load_records, write_table
+from tritonbench_lab.store import append_rows, load_records, load_winners, write_table
 from tritonbench_lab.tuned import clear_cache, lookup
 from tritonbench_lab.winners import pick_winners
 from tritonbench_lab.worker import Outcome, Task
@@ -279,7 +279,7 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of) ->
     default = space.complete(space.default) if space.default else None
     search = make_search(request.search, SearchRequest(
         tuple(configs), default if default in configs else None, request.search_budget,
-        request.seed))
+        request.seed, prior_winners(request, *key)))
     for _ in range(len(configs) + 1):  # a search proposes each config at most once
         measured: dict[str, float | None] = {}
         for r in run.rows.get(key, []):
@@ -295,6 +295,18 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of) ->
             run.pool.submit(Job.of(t) for t in todo)
         run.queued(len(todo), SWEEP)
         yield Batch(todo, SWEEP, pinned=False)
+
+
+def prior_winners(request: SweepRequest, dtype: str, shape: str) -> tuple[dict, ...]:
+    """The configs that won at the other shapes of this kernel and dtype on this GPU (the
+    configs file as it stands), nearest shapes first: where `--search prior` starts."""
+    from tritonbench_lab.search import nearest_first
+
+    others = [w for w in load_winners(request.configs_file)
+              if (w.kernel, w.dtype) == (request.spec.name, dtype) and w.shape != shape]
+    # Winners measured before a parameter joined the space get its value of then.
+    return tuple(request.space.complete(parse_config_text(w.config))
+                 for w in nearest_first(others, shape, lambda w: w.shape))
 
 
 def pipelines(run: _Run, planned: list[Planned]) -> Iterator[Pipeline]:
