@@ -155,3 +155,47 @@ def test_ops_are_capturable_in_a_cuda_graph(configs, device):
     x.copy_(torch.randn_like(x))
     graph.replay()
     torch.testing.assert_close(y, torch.softmax(x, -1))
+
+
+@pytest.mark.parametrize("tuned_here", [False, True], ids=["untuned", "tuned"])
+def test_ops_layernorm_rope_add_are_correct_either_way(configs, device, tuned_here):
+    """The same calls through tlab's kernels (a winner at exactly these shapes, 2x the op)
+    and through the PyTorch ops (no winner): the float64 answer either way."""
+    rows, cols = 7, 1000
+    q_shape = (2, 5, 3, 64)  # batch, seq, heads, head_dim
+    n = 4097
+    if tuned_here:
+        for kernel, shape, config in (
+                ("layernorm", f"{rows}x{cols}", "ROWS=1 num_warps=4 TILE_COLS=0"),
+                ("rope", "x".join(map(str, q_shape)), "HEADS=2 TOKENS=2 num_warps=1"),
+                ("add", str(n), "BLOCK=1024 num_warps=4")):
+            write_winners(configs / SLUG / f"{kernel}.csv", [
+                winner(shape, config, dtype="fp32", kernel=kernel, op_p50_ms=2.0)])
+        tuned.clear_cache()
+    gen = torch.Generator(device=device).manual_seed(5)
+    x = torch.randn(rows, cols, generator=gen, device=device)
+    w = torch.randn(cols, generator=gen, device=device)
+    b = torch.randn(cols, generator=gen, device=device)
+    ref = torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), 1e-5)
+    torch.testing.assert_close(ops.layernorm(x, w, b), ref.float(), rtol=1e-4, atol=1e-4)
+
+    # q and k as views of one fused qkv tensor: strided heads and tokens
+    qkv = torch.randn(q_shape[0], q_shape[1], 3, q_shape[2], q_shape[3], generator=gen,
+                      device=device)
+    q, k = qkv[:, :, 0], qkv[:, :, 1]
+    angles = torch.rand(q_shape[1], q_shape[3] // 2, generator=gen, device=device) * 6.0
+    cos, sin = angles.cos(), angles.sin()
+    from tritonbench_lab.kernels.rope import rope_reference
+
+    q_ref, k_ref = rope_reference({"q": q, "k": k, "cos": cos, "sin": sin})
+    q_out, k_out = ops.rope(q, k, cos, sin)
+    torch.testing.assert_close(q_out, q_ref.float(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(k_out, k_ref.float(), rtol=1e-5, atol=1e-5)
+
+    u, v = torch.randn(n, generator=gen, device=device), torch.randn(n, generator=gen, device=device)
+    torch.testing.assert_close(ops.add(u, v), (u.double() + v.double()).float())
+
+    plans = [ops.bound_launch("layernorm", x.dtype, (rows, cols), x.get_device()),
+             ops.bound_launch("rope", q.dtype, q_shape, q.get_device()),
+             ops.bound_launch("add", u.dtype, (n,), u.get_device())]
+    assert all((p is not None) == tuned_here for p in plans)

@@ -1,6 +1,6 @@
 """Tuned kernels for your code, never slower than the PyTorch op they stand in for.
 
-    from tritonbench_lab.ops import matmul, softmax, rmsnorm
+    from tritonbench_lab.ops import matmul, softmax, rmsnorm, layernorm, rope, add
     c = matmul(a, b)
 
 Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then memoised:
@@ -10,7 +10,8 @@ Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then 
   the op's; at the nearest tuned shape of the same alignment class (tuned.lookup's rule), when
   that shape is within NEAR of this one and the kernel beat the op there by at least
   NEAR_MARGIN (a config carried to another shape keeps most, not all, of its lead);
-- otherwise the PyTorch op itself (torch.matmul, torch.softmax, F.rms_norm): untuned shapes
+- otherwise the PyTorch op itself (torch.matmul, torch.softmax, F.rms_norm, F.layer_norm,
+  the rotate-half formulation of RoPE, torch.add): untuned shapes
   far from any tuned one, inputs the kernel cannot take (CPU tensors without Triton's
   interpreter, other dtypes, operands tensor descriptors cannot describe), no configs file.
 
@@ -31,8 +32,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from tritonbench_lab.kernels import add as _add
+from tritonbench_lab.kernels import layernorm as _layernorm
 from tritonbench_lab.kernels import matmul as _matmul
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
+from tritonbench_lab.kernels import rope as _rope
 from tritonbench_lab.kernels import softmax as _softmax
 from tritonbench_lab.records import TORCH_OP, TRITON, parse_config_text
 from tritonbench_lab.shapes import shape_sizes, shape_text
@@ -206,3 +210,36 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
     h = x if residual is None else x + residual
     y = F.rms_norm(h, (h.shape[-1],), weight, eps)  # what the sweeps timed as "torch"
     return y if residual is None else (y, h)
+
+
+def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+              eps: float = _layernorm.EPS) -> torch.Tensor:
+    """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim)."""
+    if (x.ndim == 2 and x.dtype in _layernorm.SPEC.dtypes and weight.dtype == bias.dtype == x.dtype
+            and weight.shape == bias.shape == (x.shape[1],)):
+        launch = _plan("layernorm", x.dtype, tuple(x.shape), x.get_device(), _layernorm.bind)
+        if launch is not None:
+            return launch(x, weight, bias, eps)
+    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+    """(q, k) rotated by the fp32 tables cos and sin (seq x head_dim / 2), rotate-half
+    convention; q and k are batch x seq x heads x head_dim (views of a fused qkv welcome)."""
+    if (q.ndim == 4 and k.shape == q.shape and k.dtype == q.dtype and q.dtype in _rope.SPEC.dtypes
+            and q.shape[3] % 2 == 0 and cos.dtype == sin.dtype == torch.float32
+            and cos.shape == sin.shape == (q.shape[1], q.shape[3] // 2)):
+        launch = _plan("rope", q.dtype, tuple(q.shape), q.get_device(), _rope.bind)
+        if launch is not None:
+            return launch(q, k, cos, sin)
+    return _rope.rotate_half_rope(q, k, cos, sin)
+
+
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x + y for contiguous tensors of one shape and dtype (any number of dims)."""
+    if (x.shape == y.shape and x.dtype == y.dtype and x.dtype in _add.SPEC.dtypes
+            and x.is_contiguous() and y.is_contiguous() and 0 < x.numel() <= _add.MAX_ELEMENTS):
+        launch = _plan("add", x.dtype, (x.numel(),), x.get_device(), _add.bind)
+        if launch is not None:
+            return launch(x, y)
+    return torch.add(x, y)

@@ -34,6 +34,14 @@ SHAPES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     *(("add_rmsnorm", dt, s) for dt, s in (
         ("bf16", (2048, 4096)), ("bf16", (65536, 4096)), ("fp32", (32768, 8192)),
         ("bf16", (3, 4096)))),
+    *(("layernorm", dt, s) for dt, s in (
+        ("bf16", (4096, 4096)), ("fp32", (1, 3072)), ("bf16", (8192, 5120)),
+        ("fp32", (2048, 1000)))),
+    # batch x seq x heads x head_dim: one decoding token, a prefill, a long context
+    *(("rope", dt, s) for dt, s in (
+        ("bf16", (1, 1, 8, 128)), ("bf16", (2, 2048, 32, 128)), ("fp32", (1, 8192, 8, 64)))),
+    *(("add", dt, s) for dt, s in (
+        ("fp32", (1000,)), ("bf16", (2**24 + 7,)), ("fp32", (3 * 2**22,)))),
 )
 HOST_CALLS = 100  # calls queued per host timing, few enough that the launch queue never fills
 
@@ -98,6 +106,19 @@ def _calls(kernel: str, inputs: dict):
     if kernel == "softmax":
         x = inputs["x"]
         return (lambda: ops.softmax(x)), (lambda: torch.softmax(x, -1)), tuple(x.shape), (x,)
+    if kernel == "layernorm":
+        x, w, b, eps = inputs["x"], inputs["weight"], inputs["bias"], inputs["eps"]
+        return ((lambda: ops.layernorm(x, w, b, eps)),
+                (lambda: F.layer_norm(x, (x.shape[1],), w, b, eps)), tuple(x.shape), (x, w, b, eps))
+    if kernel == "rope":
+        from tritonbench_lab.kernels.rope import rotate_half_rope
+
+        q, k, cos, sin = inputs["q"], inputs["k"], inputs["cos"], inputs["sin"]
+        return ((lambda: ops.rope(q, k, cos, sin)), (lambda: rotate_half_rope(q, k, cos, sin)),
+                tuple(q.shape), (q, k, cos, sin))
+    if kernel == "add":
+        x, y = inputs["x"], inputs["y"]
+        return (lambda: ops.add(x, y)), (lambda: torch.add(x, y)), (x.numel(),), (x, y)
     x, w, eps = inputs["x"], inputs["weight"], inputs["eps"]
     r = inputs.get("residual")
     if r is None:

@@ -71,6 +71,11 @@ def add(x: torch.Tensor, y: torch.Tensor, config: Config | None = None,
     return out
 
 
+def bind(config: Config):
+    """`run(x, y, out=None)` under one config (ops keeps one per shape)."""
+    return lambda x, y, out=None: add(x, y, config, out)
+
+
 # --- reference and baselines -------------------------------------------------------------
 
 def add_reference(inputs: Inputs) -> Outputs:

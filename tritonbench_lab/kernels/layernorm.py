@@ -135,6 +135,11 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
     return out
 
 
+def bind(config: Config):
+    """`run(x, weight, bias, eps, out=None)` under one config (ops keeps one per shape)."""
+    return lambda x, weight, bias, eps, out=None: layernorm(x, weight, bias, eps, config, out)
+
+
 # --- reference and baselines -------------------------------------------------------------
 
 def layernorm_reference(inputs: Inputs) -> Outputs:

@@ -177,14 +177,18 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def torch_rope(inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
+def rotate_half_rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                     sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """RoPE as a model's attention module writes it (HF's apply_rotary_pos_emb): the tables
     repeated to the full head width, then x * cos + rotate_half(x) * sin in fp32."""
-    cos = torch.cat((inputs["cos"], inputs["cos"]), dim=-1)[None, :, None, :]
-    sin = torch.cat((inputs["sin"], inputs["sin"]), dim=-1)[None, :, None, :]
-    q, k = inputs["q"], inputs["k"]
+    cos = torch.cat((cos, cos), dim=-1)[None, :, None, :]
+    sin = torch.cat((sin, sin), dim=-1)[None, :, None, :]
     return ((q.float() * cos + _rotate_half(q.float()) * sin).to(q.dtype),
             (k.float() * cos + _rotate_half(k.float()) * sin).to(k.dtype))
+
+
+def torch_rope(inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
+    return rotate_half_rope(inputs["q"], inputs["k"], inputs["cos"], inputs["sin"])
 
 
 # --- space, inputs, cost -------------------------------------------------------------------
