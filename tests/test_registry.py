@@ -25,6 +25,8 @@ def test_every_registered_spec_is_complete_and_consistent(spec):
     assert get_spec(spec.name) is spec
     assert spec.space.outside(spec.space.default) is None
     assert set(spec.baselines) >= {"torch"}
+    for other in spec.prior_from:  # the same space, so their winners are its configs
+        assert get_spec(other).space.params == spec.space.params
     for shape in spec.default_shapes + spec.small_shapes:
         spec.check_shape(shape)  # raises if the spec's own shapes are unsupported
         for dtype in spec.dtypes:

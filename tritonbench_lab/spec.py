@@ -143,6 +143,8 @@ class KernelSpec:
         interpreter_seconds: (shape, config) -> rough wall time of one launch in Triton's
             interpreter on one CPU core; shapes far too big for it are refused up front.
             None: no estimate (nothing is refused).
+        prior_from: names of kernels with the same main loop and space (matmul_gelu's:
+            matmul), whose winners `--search prior` also starts from.
     """
 
     name: str
@@ -169,6 +171,7 @@ class KernelSpec:
     from_size: Callable[[int], Shape] | None = None
     small_from_size: Callable[[int], Shape] | None = None
     interpreter_seconds: Callable[[Shape, Config], float] | None = None
+    prior_from: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         problems = spec_problems(self)

@@ -298,15 +298,20 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of) ->
 
 
 def prior_winners(request: SweepRequest, dtype: str, shape: str) -> tuple[dict, ...]:
-    """The configs that won at the other shapes of this kernel and dtype on this GPU (the
-    configs file as it stands), nearest shapes first: where `--search prior` starts."""
+    """Where `--search prior` starts: the configs that won on this GPU at the other shapes
+    of this kernel and dtype, and at any shape of the kernels it names in `prior_from`
+    (configs files as they stand), nearest shapes first (this kernel's first on a tie)."""
     from tritonbench_lab.search import nearest_first
 
-    others = [w for w in load_winners(request.configs_file)
-              if (w.kernel, w.dtype) == (request.spec.name, dtype) and w.shape != shape]
+    spec, slug = request.spec, request.fingerprint.gpu_slug
+    found = [w for w in load_winners(request.configs_file)
+             if (w.kernel, w.dtype) == (spec.name, dtype) and w.shape != shape]
+    for name in spec.prior_from:
+        found += [w for w in load_winners(request.layout.configs_file(slug, name))
+                  if (w.kernel, w.dtype) == (name, dtype)]
     # Winners measured before a parameter joined the space get its value of then.
     return tuple(request.space.complete(parse_config_text(w.config))
-                 for w in nearest_first(others, shape, lambda w: w.shape))
+                 for w in nearest_first(found, shape, lambda w: w.shape))
 
 
 def pipelines(run: _Run, planned: list[Planned]) -> Iterator[Pipeline]:

@@ -107,6 +107,7 @@ def _form_spec(name: str, approximate: str) -> KernelSpec:
         make_inputs=make_inputs,
         cost=cost,
         default_shapes=DEFAULT_SHAPES,
+        prior_from=("matmul",),  # the same main loop and space: its winners are good starts
     )
 
 
