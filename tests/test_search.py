@@ -12,19 +12,17 @@ import sys
 import pytest
 
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.replay import replay, replay_results, summarize
 from tritonbench_lab.search import (
     PRIOR_STARTS,
     SEARCHES,
     Grid,
     SearchRequest,
     make_search,
-    nearest_first,
     parse_search,
-    replay,
-    replay_results,
-    summarize,
 )
 from tritonbench_lab.space import config_text
+from tritonbench_lab.tuned import nearest_first
 
 GRID = {"BLOCK_M": (16, 32, 64, 128), "BLOCK_N": (16, 32, 64, 128), "BLOCK_K": (32, 64),
         "GROUP_M": (1, 8), "num_warps": (2, 4, 8), "num_stages": (2, 3, 4)}

@@ -12,9 +12,7 @@ Two guarantees make the sweep's loop safe whatever the strategy: a config is pro
 most once (each strategy remembers what it proposed, in case a row never comes back), and
 only configs of the request are proposed. So `len(configs) + 1` calls always end with [].
 
-`replay` runs a strategy against times measured before: how close to the exhaustive best it
-gets, timing how much of the space. Replayed times are single noisy measurements, so it is
-a proxy: a loss under ~1% is within the noise, not a miss. No torch, no triton.
+How well each does on times measured before: replay.py. No torch, no triton.
 """
 
 from __future__ import annotations
@@ -22,10 +20,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 from tritonbench_lab.errors import TlabError
@@ -347,105 +343,3 @@ class OptunaSearch(_Strategy):
 
 
 # --- replay: a strategy against times measured before ---------------------------------
-
-@dataclass(frozen=True)
-class Replay:
-    strategy: str
-    shape: str
-    timed: int  # configs the strategy had timed
-    space: int  # configs in the space
-    best_ms: float  # the fastest time in the table (what exhaustive finds)
-    found_ms: float  # the fastest time among the configs the strategy timed (inf: none ran)
-    budget: int | None = None  # as asked for (None: the strategy's default)
-
-    @property
-    def loss(self) -> float:
-        """How much slower the strategy's pick is than the exhaustive best: 0.03 = 3%."""
-        return self.found_ms / self.best_ms - 1
-
-
-def replay(name: str, times: Mapping[str, float | None], configs: Sequence[Config], *,
-           budget: int | None = None, seed: int = 0, default: Config | None = None,
-           shape: str = "", prior: Sequence[Config] = ()) -> Replay:
-    """Run strategy `name` as the sweep would, answering each proposal from `times`
-    (config text -> p50 ms, None: failed); every config of `configs` must be in `times`."""
-    search = make_search(name, SearchRequest(tuple(configs), default, budget, seed,
-                                             tuple(prior)))
-    texts = {config_text(c) for c in configs}
-    measured: dict[str, float | None] = {}
-    for _ in range(len(configs) + 1):
-        batch = search.propose(measured)
-        if not batch:
-            break
-        for config in batch:
-            text = config_text(config)
-            if text not in texts or text in measured:
-                raise ValueError(f"{name} proposed {text!r}, outside the space or timed")
-            measured[text] = times[text]
-    ok = [times[t] for t in texts if times[t] is not None]
-    found = [ms for ms in measured.values() if ms is not None]
-    return Replay(name, shape, len(measured), len(configs), min(ok, default=math.nan),
-                  min(found, default=math.inf), budget)
-
-
-def replay_results(paths: Iterable[Path], searches: Iterable[tuple[str, int | None]], *,
-                   seeds: Sequence[int] = (0,),
-                   defaults: Mapping[str, Config] | None = None) -> list[Replay]:
-    """Replay each (strategy, budget) over every shape of the results files, once per seed
-    (exhaustive once); `defaults`: kernel name -> its untuned config (space.default)."""
-    from tritonbench_lab.records import OK, SKIPPED, parse_config_text
-    from tritonbench_lab.store import load_records
-    from tritonbench_lab.winners import shape_results
-
-    searches, out = list(searches), []
-    results = [r for path in paths for r in shape_results(load_records(Path(path)))]
-    for result in results:
-        # The rows that stand, one per config; pruned configs are not part of the space.
-        table = {text: (row.p50_ms if row.status == OK else None)
-                 for text, row in result.configs.items() if row.status != SKIPPED}
-        if not any(ms is not None for ms in table.values()):
-            continue
-        configs = [parse_config_text(t) for t in table]
-        # Rows may predate a parameter of the default (matmul's TMA): it is left out then.
-        default = (defaults or {}).get(result.kernel, {})
-        default = {n: default[n] for n in configs[0] if n in default}
-        label = f"{result.kernel} {result.dtype} {result.shape}"
-        # Leave one out: the prior is what won at the other shapes of the same results.
-        others = [r for r in results if (r.kernel, r.dtype) == (result.kernel, result.dtype)
-                  and r.shape != result.shape and r.winner is not None]
-        prior = [parse_config_text(r.winner.config)
-                 for r in nearest_first(others, result.shape, lambda r: r.shape)]
-        for name, budget in searches:
-            for seed in seeds if name != "exhaustive" else seeds[:1]:
-                out.append(replay(name, table, configs, budget=budget, seed=seed,
-                                  default=default, shape=label, prior=prior))
-    return out
-
-
-def nearest_first(items: Sequence, shape: str, shape_of) -> list:
-    """Items ordered by how far their shape is from `shape`: the sum over dims of |log2|
-    of the size ratios (4096^3 is as near to 2048^3 as to 8192^3)."""
-    from tritonbench_lab.shapes import shape_sizes
-
-    here = shape_sizes(shape)
-
-    def distance(item) -> float:
-        there = shape_sizes(shape_of(item))
-        if len(there) != len(here):
-            return math.inf
-        return sum(abs(math.log2(a / b)) for a, b in zip(here, there, strict=True))
-
-    return sorted(items, key=distance)
-
-
-def summarize(replays: Iterable[Replay]) -> dict[str, dict[str, float]]:
-    """Per search as typed ('local', 'random:64'): runs, median and worst loss, the share
-    of runs within 2% of the best, and the mean fraction of the space timed."""
-    groups: dict[str, list[Replay]] = {}
-    for r in replays:
-        groups.setdefault(r.strategy + (f":{r.budget}" if r.budget else ""), []).append(r)
-    return {key: {"runs": len(rs), "median_loss": statistics.median(r.loss for r in rs),
-                  "worst_loss": max(r.loss for r in rs),
-                  "within_2pct": sum(r.loss <= 0.02 for r in rs) / len(rs),
-                  "timed": statistics.fmean(r.timed / r.space for r in rs)}
-            for key, rs in groups.items()}

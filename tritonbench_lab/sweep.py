@@ -301,7 +301,7 @@ def prior_winners(request: SweepRequest, dtype: str, shape: str) -> tuple[dict, 
     """Where `--search prior` starts: the configs that won on this GPU at the other shapes
     of this kernel and dtype, and at any shape of the kernels it names in `prior_from`
     (configs files as they stand), nearest shapes first (this kernel's first on a tie)."""
-    from tritonbench_lab.search import nearest_first
+    from tritonbench_lab.tuned import nearest_first
 
     spec, slug = request.spec, request.fingerprint.gpu_slug
     found = [w for w in load_winners(request.configs_file)

@@ -71,6 +71,19 @@ def shape_distance(wanted: tuple[int, ...], tuned: tuple[int, ...]) -> float:
     return sum(abs(math.log2(w / t)) for w, t in zip(wanted, tuned, strict=True))
 
 
+def nearest_first(items: list, shape: str, shape_of) -> list:
+    """Items ordered by how far their shape is from `shape`: the sum over dims of |log2|
+    of the size ratios (4096^3 is as near to 2048^3 as to 8192^3)."""
+    here = shape_sizes(shape)
+
+    def distance(item) -> float:
+        there = shape_sizes(shape_of(item))
+        return shape_distance(here, there) if len(there) == len(here) else math.inf
+
+    return sorted(items, key=distance)
+
+
+
 def nearest_row(rows: list[Winner], sizes: tuple[int, ...]) -> Winner | None:
     """The exact or nearest tuned row of the same alignment class (module docstring)."""
     wanted = alignment_class(sizes)
