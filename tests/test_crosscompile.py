@@ -5,55 +5,42 @@ Triton's compiler refuses (crosscompile.py)."""
 import os
 import subprocess
 import sys
-import textwrap
+from pathlib import Path
 
 import pytest
 
 from tritonbench_lab.crosscompile import covering_configs
 from tritonbench_lab.kernels import names
 
+REPO = Path(__file__).resolve().parent.parent
 
-def _compile_in_a_process(code: str, folder) -> subprocess.CompletedProcess:
-    script = folder / "compile_check.py"  # @triton.jit needs its source in a file
-    script.write_text(textwrap.dedent(code))
+
+def _tlab_compile(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    return subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "tritonbench_lab", "compile", *args], env=env,
+                          capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.parametrize("kernel", names())
-def test_every_kernel_compiles_for_hopper(kernel, tmp_path):
-    done = _compile_in_a_process(f"""
-        from tritonbench_lab.crosscompile import compile_errors, compile_only_for
-        from tritonbench_lab.kernels import get_spec
-        compile_only_for()
-        errors = compile_errors(get_spec({kernel!r}))
-        print("\\n".join(errors))
-        raise SystemExit(1 if errors else 0)
-    """, tmp_path)
+def test_every_kernel_compiles_for_hopper(kernel):
+    done = _tlab_compile("--kernel", kernel)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.startswith(f"{kernel}: ") and "configs compiled for sm_90" in done.stdout
 
 
-def test_a_kernel_the_interpreter_runs_but_the_compiler_refuses_fails_here(tmp_path):
-    """A @triton.jit function reading a plain Python global: fine in the interpreter, a
-    CompilationError for any GPU (the bug matmul's epilogue had on its first GPU run)."""
-    done = _compile_in_a_process("""
-        import torch, triton, triton.language as tl
-        from tritonbench_lab.crosscompile import compile_only_for
-        SCALE = 2
-
-        @triton.jit
-        def scale(x_ptr, BLOCK: tl.constexpr):
-            offsets = tl.arange(0, BLOCK)
-            tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) * SCALE)
-
-        compile_only_for()
-        try:
-            scale[(1,)](torch.ones(16), BLOCK=16)
-        except Exception as err:
-            print(type(err).__name__, "SCALE" in str(err))
-    """, tmp_path)
-    assert done.stdout.split() == ["CompilationError", "True"], done.stdout + done.stderr[-2000:]
+def test_tlab_compile_names_what_fails_in_a_users_module(tmp_path):
+    """The example kernel with its scale read from a plain Python global, which the
+    interpreter runs and the compiler refuses (the bug matmul's GELU epilogue had on its first
+    GPU run): exit 1, and a line naming the kernel, the config and the error."""
+    source = (REPO / "examples" / "axpy.py").read_text()
+    broken = source.replace("tl.store(z_ptr + offsets, alpha * x + y, mask=mask)",
+                            "tl.store(z_ptr + offsets, SCALE * x + y, mask=mask)")
+    assert broken != source
+    module = tmp_path / "axpy_broken.py"
+    module.write_text(broken + "\nSCALE = 2.0\n")
+    done = _tlab_compile("-m", str(module), "--kernel", "axpy")
+    assert done.returncode == 1, done.stdout + done.stderr[-2000:]
+    assert "axpy: 0 of" in done.stdout and "CompilationError" in done.stdout
 
 
 def test_covering_configs_hold_every_value_of_every_parameter():

@@ -78,19 +78,54 @@ def covering_configs(configs: list[Config]) -> list[Config]:
     return chosen
 
 
-def compile_errors(spec: KernelSpec, dtypes: Iterable | None = None) -> list[str]:
+def compile_errors(spec: KernelSpec, dtypes: Iterable | None = None) -> tuple[int, list[str]]:
     """Compile the spec's configs that cover its space at its first small shape, for each
-    dtype (all of the spec's by default), after compile_only_for(): one line per failure."""
+    dtype (all of the spec's by default), after compile_only_for(): (configs compiled,
+    one line per failure)."""
     shape = spec.small_shapes[0]
-    errors = []
+    errors, count = [], 0
     for dtype in dtypes or spec.dtypes:
         kept, _ = spec.space.prune(dict(shape.dims), dtype.itemsize, HOPPER)
         inputs = spec.make_inputs(shape, dtype, "cpu", 0)
         for config in covering_configs(kept):
+            count += 1
             try:
                 spec.launch(inputs, config, spec.allocate_outputs(inputs))
             except Exception as err:  # reported, one line each, by the caller
                 first = str(err).strip().splitlines()
                 errors.append(f"{spec.name} {str(dtype).removeprefix('torch.')} {shape} "
                               f"{config}: {type(err).__name__}: {' | '.join(first[:1] + first[-2:])}")
-    return errors
+    return count, errors
+
+
+def main(argv: list[str]) -> int:
+    """`python -m tritonbench_lab.crosscompile ARCH KERNEL... [--kernel-module FILE...]` (what
+    `tlab compile` runs, in a process of its own): a line per kernel, then one per failure;
+    1 when any config failed."""
+    import warnings
+
+    from tritonbench_lab.kernels import get_spec, load_kernel_module
+
+    # triton 3.9 announces a default it will change; it says nothing about these kernels
+    warnings.filterwarnings("ignore", message=".*TRITON_DEFAULT_FP_FUSION")
+    arch, rest = int(argv[0]), argv[1:]
+    split = rest.index("--kernel-module") if "--kernel-module" in rest else len(rest)
+    kernels, modules = rest[:split], rest[split + 1:]
+    for path in modules:
+        load_kernel_module(path)
+    compile_only_for(arch)
+    failed = 0
+    for name in kernels:
+        count, errors = compile_errors(get_spec(name))
+        print(f"{name}: {count - len(errors)} of {count} configs compiled for sm_{arch}",
+              flush=True)
+        for line in errors:
+            print(f"  {line}", flush=True)
+        failed += len(errors)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

@@ -18,6 +18,7 @@ from tritonbench_lab.cli import (
     calibrate_cmd,
     check_cmd,
     compare_cmd,
+    compile_cmd,
     explain_cmd,
     export_cmd,
     list_cmd,
@@ -64,6 +65,7 @@ compare_cmd.register(app)
 targets_cmd.register(app)
 explain_cmd.register(app)
 opsbench_cmd.register(app)
+compile_cmd.register(app)
 
 
 def fail(message: str) -> None:
