@@ -1,11 +1,11 @@
-"""`tlab compile`: compile kernels for a GPU this machine need not have (crosscompile.py)."""
+"""`tlab compile`: compile kernels for Hopper on a machine that need not have one (crosscompile.py).
+The configs are pruned for Hopper, so only sm_90 is offered."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from typing import Annotated
 
 import typer
 
@@ -13,17 +13,13 @@ from tritonbench_lab.cli.options import KernelModules, Kernels, split_list
 from tritonbench_lab.errors import TlabError
 
 
-def compile_kernels(
-    kernels: Kernels = None,
-    kernel_modules: KernelModules = None,
-    arch: Annotated[int, typer.Option(
-        "--arch", metavar="SM", min=70, help="The GPU to compile for, as its sm_ number "
-        "(90: Hopper, 80: Ampere).")] = 90,
-) -> None:
-    """Compile, for sm_ARCH and without running them, the configs of each kernel that hold
-    every value of every parameter of its space, at its small shape, in every dtype it takes.
+def compile_kernels(kernels: Kernels = None, kernel_modules: KernelModules = None) -> None:
+    """Compile for Hopper (sm_90), without running them, the configs of each kernel that hold
+    every value of every parameter of its space (pruned for Hopper), at its small shape, in
+    every dtype it takes.
     Catches what Triton's interpreter lets through (code the compiler refuses) on a machine
     without a GPU, e.g. in CI. Exit 1 when any config fails to compile."""
+    from tritonbench_lab.crosscompile import HOPPER_ARCH
     from tritonbench_lab.kernels import get_spec, load_kernel_module, names
 
     for path in kernel_modules or ():  # refused here, in one line, before the compile process
@@ -36,7 +32,7 @@ def compile_kernels(
         get_spec(name)
     # Triton must be imported with its interpreter off: a process of its own.
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    command = [sys.executable, "-m", "tritonbench_lab.crosscompile", str(arch), *chosen]
+    command = [sys.executable, "-m", "tritonbench_lab.crosscompile", str(HOPPER_ARCH), *chosen]
     if kernel_modules:
         command += ["--kernel-module", *map(str, kernel_modules)]
     code = subprocess.run(command, env=env).returncode

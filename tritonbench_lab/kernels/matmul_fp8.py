@@ -46,8 +46,7 @@ from tritonbench_lab.spec import (
 
 NONE, ATOMIC, TWO_PASS = 0, 1, 2
 _ATOMIC = tl.constexpr(ATOMIC)  # globals a @triton.jit function reads must be constexprs
-# The largest finite value of each format, for quantising the inputs.
-FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
+FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 
 @triton.jit
@@ -130,7 +129,7 @@ def matmul_fp8(a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Ten
     """(sa * a) @ (sb * b) in bf16 under exactly `config` (DEFAULT_CONFIG when None): sa and
     sb one fp32 value each, or M and N values (per row of a, per column of b)."""
     if (a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype
-            or a.dtype not in FP8_MAX):
+            or a.dtype not in FP8):
         raise TlabError(f"matmul_fp8 needs (M x K) @ (K x N) of one fp8 dtype (e4m3fn or "
                         f"e5m2); got {tuple(a.shape)} {a.dtype} @ {tuple(b.shape)} {b.dtype}")
     (M, K), N = a.shape, b.shape[1]
@@ -217,9 +216,9 @@ SPACE = Space(
 
 def _quantise(x: torch.Tensor, dtype: torch.dtype, dim: int | None):
     """(x / scale in fp8, scale): the scale maps the largest |x| (of the whole tensor, or of
-    each slice along `dim`) to the format's largest value."""
+    each slice along `dim`) to the format's largest finite value."""
     amax = x.abs().amax() if dim is None else x.abs().amax(dim=dim)
-    scale = (amax / FP8_MAX[dtype]).float()
+    scale = (amax / torch.finfo(dtype).max).float()
     divisor = scale if dim is None else scale.unsqueeze(dim)
     return (x / divisor).to(dtype), scale.reshape(-1) if dim is not None else scale.reshape(1)
 
@@ -295,7 +294,7 @@ SPEC = KernelSpec(
     name="matmul_fp8",
     summary="C = (sa * A) @ (sb * B) from fp8 A and B with one scale each, bf16 out; split-K",
     dims=("M", "N", "K"),
-    dtypes=(torch.float8_e4m3fn, torch.float8_e5m2),
+    dtypes=FP8,
     launch=launch,
     allocate_outputs=allocate_outputs,
     reference=reference,
