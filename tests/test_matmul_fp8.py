@@ -39,31 +39,33 @@ def test_matmul_fp8_awkward_shapes(mnk, dtype, spec, device):
     assert check_configs_at(spec, shape, dtype, device, seed=sum(mnk)) >= 3
 
 
-def _config(split: int, reduce: int, block_k: int = 64) -> dict:
+def _config(split: int, reduce: int, block_k: int = 64, tma: int = 0) -> dict:
     return {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": block_k, "GROUP_M": 8, "num_warps": 4,
-            "num_stages": 3, "SPLIT_K": split, "REDUCE": reduce}
+            "num_stages": 3, "SPLIT_K": split, "REDUCE": reduce, "TMA": tma}
 
 
-# (M, N, K, BLOCK_K): K not a multiple of BLOCK_K, nor its steps of every SPLIT_K.
-SPLIT_CASES = [(40, 24, 1000, 64), (96, 80, 900, 64), (8, 136, 2100, 128)]
+# (M, N, K, BLOCK_K, TMA): K not a multiple of BLOCK_K, nor its steps of every SPLIT_K; the
+# tensor-descriptor kernel takes K in multiples of 16 (its fp8 rows are K bytes).
+SPLIT_CASES = [(40, 24, 1000, 64, 0), (96, 80, 900, 64, 0), (8, 136, 2100, 128, 0),
+               (40, 24, 1008, 64, 1), (8, 136, 2096, 128, 1)]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 @pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: "x".join(map(str, c)))
 def test_split_k_adds_every_slice_once(case, spec, device):
-    """K in 2 to 16 slices, both reductions: every slice's partial counted exactly once.
-    The two-pass sum adds slices in a fixed order, so it repeats bit for bit."""
-    M, N, K, block_k = case
+    """K in 2 to 16 slices, both reductions, both kernels: every slice's partial counted
+    exactly once. The two-pass sum adds slices in a fixed order: it repeats bit for bit."""
+    M, N, K, block_k, tma = case
     dtype = torch.float8_e4m3fn
     inputs = spec.make_inputs(Shape.of(M=M, N=N, K=K), dtype, device, seed=K)
     reference = spec.reference(inputs)
     args = (inputs["a"], inputs["b"], inputs["sa"], inputs["sb"])
     for split in (2, 3, 4, 8, 16):
         for reduce in (ATOMIC, TWO_PASS):
-            out = matmul_fp8(*args, _config(split, reduce, block_k))
+            out = matmul_fp8(*args, _config(split, reduce, block_k, tma))
             verdict = check((out,), reference, spec.tolerance[dtype])
             assert verdict.ok, f"SPLIT_K={split} REDUCE={reduce}: {verdict.detail}"
-        assert torch.equal(out, matmul_fp8(*args, _config(split, TWO_PASS, block_k)))
+        assert torch.equal(out, matmul_fp8(*args, _config(split, TWO_PASS, block_k, tma)))
 
 
 def test_an_overwriting_split_k_fails_the_check(device):
@@ -107,6 +109,16 @@ def test_matmul_fp8_checks_its_inputs(device):
         matmul_fp8(a.float(), b.float(), one, one)
     with pytest.raises(TlabError, match="SPLIT_K=1 needs REDUCE=0"):
         matmul_fp8(a, b, one, one, _config(2, NONE))
+    with pytest.raises(TlabError, match="B column-major"):  # b here is row-major
+        matmul_fp8(a, b, one, one, _config(1, NONE, tma=1))
+
+
+def test_tma_is_pruned_where_k_is_not_a_multiple_of_16():
+    kept, pruned = SPEC.space.prune({"M": 72, "N": 48, "K": 1000}, 1, HOPPER)
+    assert kept and not any(c["TMA"] for c in kept)
+    assert any("K a multiple of 16; K=1000" in why for _, why in pruned)
+    kept, _ = SPEC.space.prune({"M": 72, "N": 48, "K": 1008}, 1, HOPPER)
+    assert {c["TMA"] for c in kept} == {0, 1}
 
 
 @pytest.mark.gpu

@@ -17,6 +17,9 @@ that let each slice store over the others is what the tests check against):
 - TWO_PASS: each slice stores its partial in its own fp32 buffer, and the second kernel sums
   the slices in order (the same bits every call; SPLIT_K x M x N x 4 bytes of buffer).
 SPLIT_K = 1 stores C directly (REDUCE is then NONE).
+TMA = 1 runs the same tiles and shares with the operands copied by tensor descriptors (A,
+and B's transpose: rows along K, the layout Hopper's fp8 tensor-core instructions read B in),
+where K is a multiple of 16; TMA = 0 loads them by pointers, at any shape and strides.
 
 Work: 2*M*N*K flops. Fewest bytes: read A and B once (one byte an element), write C once
 (two), and the scales: M*K + K*N + 2*M*N (+ 4 per scale). Judged in TFLOP/s.
@@ -29,10 +32,11 @@ import dataclasses
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.matmul import accumulator_fits, check_shape
-from tritonbench_lab.kernels.matmul_persistent import grouped_tile
+from tritonbench_lab.kernels.matmul_persistent import TMA_ALIGN_BYTES, grouped_tile, tma_ready
 from tritonbench_lab.space import Config, DeviceLimits, Space, split_config
 from tritonbench_lab.spec import (
     TFLOPS,
@@ -83,6 +87,43 @@ def fp8_matmul_kernel(
                     mask=k[:, None] < K, other=0.0)
         acc = tl.dot(a, b, acc)
 
+    _finish(acc, rows, cols, tile_m, tile_n, part, c_ptr, partials_ptr, sa_ptr, sb_ptr, M, N,
+            stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K, REDUCE, ROWWISE)
+
+
+@triton.jit
+def fp8_matmul_tma_kernel(
+    a_desc, bt_desc,  # tensor descriptors of A (M x K) and of B's transpose (N x K)
+    c_ptr, partials_ptr, sa_ptr, sb_ptr, M, N, K, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, REDUCE: tl.constexpr, ROWWISE: tl.constexpr,
+):
+    """The same tile and share of K as fp8_matmul_kernel, its operands copied by the tensor
+    memory accelerator: B's tiles are read along K (the layout the fp8 tensor-core
+    instructions take B in) and zero-filled past every edge, so no loads are masked."""
+    tile_m, tile_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    part = tl.program_id(1)
+    steps = tl.cdiv(K, BLOCK_K)
+    per_part = tl.cdiv(steps, SPLIT_K)
+    first = part * per_part
+    last = tl.minimum(first + per_part, steps)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for step in range(first, last):
+        a = a_desc.load([tile_m * BLOCK_M, step * BLOCK_K])
+        bt = bt_desc.load([tile_n * BLOCK_N, step * BLOCK_K])
+        acc = tl.dot(a, bt.T, acc)
+    # the scales' loads need rows and columns inside the tensors (the store drops the rest)
+    rows = (tile_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    cols = (tile_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    _finish(acc, rows, cols, tile_m, tile_n, part, c_ptr, partials_ptr, sa_ptr, sb_ptr, M, N,
+            stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K, REDUCE, ROWWISE)
+
+
+@triton.jit
+def _finish(acc, rows, cols, tile_m, tile_n, part, c_ptr, partials_ptr, sa_ptr, sb_ptr, M, N,
+            stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+            SPLIT_K: tl.constexpr, REDUCE: tl.constexpr, ROWWISE: tl.constexpr):
+    """Scale one tile's fp32 sum and store it: into C, or as this part's share of K."""
     out_rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
     out_cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (out_rows[:, None] < M) & (out_cols[None, :] < N)
@@ -120,7 +161,7 @@ SUM_BLOCK = 1024  # elements of C per program of the second pass
 
 DEFAULT_CONFIG: Config = {
     "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 8,
-    "num_stages": 3, "SPLIT_K": 1, "REDUCE": NONE,
+    "num_stages": 3, "SPLIT_K": 1, "REDUCE": NONE, "TMA": 0,
 }
 
 
@@ -154,11 +195,24 @@ def matmul_fp8(a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Ten
     else:
         partials = torch.empty((split, M, N), dtype=torch.float32, device=a.device)
     tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
-    fp8_matmul_kernel[(tiles, split)](
-        a, b, out, partials, sa, sb, M, N, K,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-        ROWWISE=rowwise, **meta, **options,
-    )
+    tma = meta.pop("TMA", 0)
+    if tma:
+        bt = b.t()  # N x K, row-major when b is column-major (as torch._scaled_mm takes it)
+        why = tma_ready(a, bt)
+        if why:
+            raise TlabError(f"{why} (A, and B's transpose: B column-major)")
+        bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
+        fp8_matmul_tma_kernel[(tiles, split)](
+            TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(bt, [bn, bk]),
+            out, partials, sa, sb, M, N, K, out.stride(0), out.stride(1),
+            ROWWISE=rowwise, **meta, **options,
+        )
+    else:
+        fp8_matmul_kernel[(tiles, split)](
+            a, b, out, partials, sa, sb, M, N, K,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+            ROWWISE=rowwise, **meta, **options,
+        )
     if split > 1:
         parts = 1 if reduce == ATOMIC else split
         sum_parts_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](
@@ -179,6 +233,17 @@ def split_k_helps(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) 
     steps = -(-sizes["K"] // config["BLOCK_K"])
     if steps < 2 * split:
         return f"K={sizes['K']} is {steps} steps of {config['BLOCK_K']}: too few for {split} shares"
+    return None
+
+
+def fits_tma(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
+    """Descriptors copy rows of A and of B's transpose, both K elements of one byte."""
+    if not config["TMA"]:
+        return None
+    if not limits.tma:
+        return f"TMA=1 needs the tensor memory accelerator (Hopper or newer); {limits.label} has none"
+    if sizes["K"] * elem_bytes % TMA_ALIGN_BYTES:
+        return f"TMA=1 needs K a multiple of {TMA_ALIGN_BYTES // elem_bytes}; K={sizes['K']} is not"
     return None
 
 
@@ -205,8 +270,9 @@ SPACE = Space(
         "num_stages": (3, 4),
         "SPLIT_K": (1, 2, 4, 8, 16),
         "REDUCE": (NONE, ATOMIC, TWO_PASS),
+        "TMA": (0, 1),  # 1: operands copied by tensor descriptors (Hopper; K a multiple of 16)
     },
-    constraints=(split_k_helps, fits_shared_memory),
+    constraints=(fits_tma, split_k_helps, fits_shared_memory),
     default=DEFAULT_CONFIG,
     excludes=(accumulator_fits, reduce_matches_split),
 )
