@@ -41,7 +41,7 @@ def test_matmul_fp8_awkward_shapes(mnk, dtype, spec, device):
 
 def _config(split: int, reduce: int, block_k: int = 64, tma: int = 0) -> dict:
     return {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": block_k, "GROUP_M": 8, "num_warps": 4,
-            "num_stages": 3, "SPLIT_K": split, "REDUCE": reduce, "TMA": tma}
+            "num_stages": 3, "SPLIT_K": split, "REDUCE": reduce, "TMA": tma, "FAST_ACC": 0}
 
 
 # (M, N, K, BLOCK_K, TMA): K not a multiple of BLOCK_K, nor its steps of every SPLIT_K; the
@@ -135,3 +135,30 @@ def test_scaled_mm_baseline_agrees_with_the_reference_on_gpu(spec, device):
     verdict = check((spec.baselines["torch"](inputs),), spec.reference(inputs),
                     spec.tolerance[torch.float8_e4m3fn])
     assert verdict.ok, verdict.detail
+
+
+def test_fast_accumulation_is_pruned_where_a_share_of_k_is_long():
+    kept, pruned = SPEC.space.prune({"M": 8192, "N": 8192, "K": 8192}, 1, HOPPER)
+    assert kept and not any(c["FAST_ACC"] for c in kept)
+    assert any("FAST_ACC=1 sums 8192 of K" in why for _, why in pruned)
+    kept, _ = SPEC.space.prune({"M": 512, "N": 512, "K": 16384}, 1, HOPPER)
+    assert {c["SPLIT_K"] for c in kept if c["FAST_ACC"]} == {4, 8, 16}
+    assert {c["FAST_ACC"] for c in kept if c["SPLIT_K"] == 1} == {0}
+
+
+@pytest.mark.gpu
+def test_full_accumulation_is_the_accurate_one_at_long_k_on_gpu(device):
+    """Hopper's fast fp8 accumulation over K = 16384 misses by more than adding each
+    BLOCK_K step into fp32 does, which stays within the tolerance."""
+    inputs = SPEC.make_inputs(Shape.of(M=1024, N=1024, K=16384), torch.float8_e4m3fn, device, 4)
+    reference = SPEC.reference(inputs)[0]
+    args = (inputs["a"], inputs["b"], inputs["sa"], inputs["sb"])
+    errors = {}
+    for fast in (0, 1):
+        config = {**_config(1, NONE, block_k=128), "FAST_ACC": fast}
+        out = matmul_fp8(*args, config)
+        errors[fast] = (out.double() - reference).abs().max().item()
+        if not fast:
+            verdict = check((out,), (reference,), SPEC.tolerance[torch.float8_e4m3fn])
+            assert verdict.ok, verdict.detail
+    assert errors[0] < errors[1], errors
