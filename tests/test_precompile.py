@@ -15,9 +15,12 @@ def fake_start(kernel_modules):
 
 
 def fake_compile(job):
-    """Seconds = BLOCK / 1000; BLOCK=13 fails, BLOCK=99 hangs, BLOCK=66 kills its process."""
+    """Seconds = BLOCK / 1000; BLOCK=13 fails, BLOCK=99 hangs, BLOCK=66 kills its process,
+    BLOCK=50 takes half a second (what is queued behind it stays queued meanwhile)."""
     assert os.environ["TLAB_FAKE_POOL"] == "1"  # the initialiser ran in this process
     block = job.config["BLOCK"]
+    if block == 50:
+        time.sleep(0.5)
     if block == 99:
         time.sleep(60)
     if block == 66:
@@ -113,6 +116,52 @@ def test_a_pool_that_lives_for_the_sweep_compiles_batches_as_they_come():
     assert max(seen) == (3, 3)
 
 
+def _compiled_in_order(submit_and_wait):
+    """The blocks in the order one process compiled them, after `submit_and_wait(pool)`."""
+    from tritonbench_lab.precompile import CompilePool
+
+    pool = CompilePool(1, compile_fn=fake_compile, start_fn=fake_start)
+    try:
+        submit_and_wait(pool)
+        pool.drain()
+    finally:
+        pool.close()
+    blocks = {j.key: j.config["BLOCK"] for j in jobs(*range(1, 60))}
+    return [blocks[key] for key in pool.result.seconds], pool.result.jobs
+
+
+def test_background_jobs_yield_to_jobs_submitted_later():
+    def use(pool):
+        pool.submit(jobs(50, 2, 3, 4), background=True)  # 50 starts; 2-4 wait
+        pool.submit(jobs(7))
+        assert pool.wait(jobs(7)[0].key) == 0.007
+
+    assert _compiled_in_order(use) == ([50, 7, 2, 3, 4], 5)
+
+
+def test_a_background_job_asked_for_moves_ahead():
+    def waited(pool):
+        pool.submit(jobs(50, 2, 3, 4, 5), background=True)
+        assert pool.wait(jobs(5)[0].key) == 0.005
+
+    def proposed(pool):
+        pool.submit(jobs(50, 2, 3), background=True)
+        pool.submit(jobs(3))  # a search proposes it: no second job, but now
+
+    assert _compiled_in_order(waited) == ([50, 5, 2, 3, 4], 5)
+    assert _compiled_in_order(proposed) == ([50, 3, 2], 3)
+
+
+def test_closing_drops_the_queued_background_at_once():
+    from tritonbench_lab.precompile import CompilePool
+
+    pool = CompilePool(1, compile_fn=fake_compile, start_fn=fake_start, stall_s=30.0)
+    pool.submit(jobs(99, 2, 3), background=True)  # 99 hangs in the only process
+    start = time.monotonic()
+    pool.close()
+    assert pool.wait(jobs(2)[0].key) is None and time.monotonic() - start < 10
+
+
 @pytest.mark.gpu
 def test_precompiled_matmul_configs_load_in_the_worker_instead_of_compiling(tmp_path,
                                                                              monkeypatch):
@@ -154,3 +203,33 @@ def _gpu_limits():
     from tritonbench_lab.env import device_limits
 
     return device_limits("cuda")
+
+
+def test_a_search_gives_the_pool_its_shape_space_behind_its_batches(monkeypatch):
+    """A search's batch goes to the pool as wanted now, after the rest of the shape's
+    space (not measured yet) went in the background."""
+    from types import SimpleNamespace
+
+    from tritonbench_lab import sweep
+    from tritonbench_lab.space import Space
+    from tritonbench_lab.worker import Task
+
+    calls = []
+
+    class Pool:
+        def submit(self, jobs, background=False):
+            calls.append(([j.config["BLOCK"] for j in jobs], background))
+
+    blocks = (16, 32, 64, 128)
+    request = SimpleNamespace(search="random", space=Space(params={"BLOCK": blocks}),
+                              search_budget=2, seed=0)
+    run = SimpleNamespace(request=request, pool=Pool(), rows={},
+                          is_done=lambda task: task.config["BLOCK"] == 128,  # measured before
+                          queued=lambda count, phase: None)
+    monkeypatch.setattr(sweep, "prior_winners", lambda *args: ())
+    pipeline = sweep.first_pass(run, ("fp32", "64"), [{"BLOCK": b} for b in blocks],
+                                lambda config: Task("k", "triton", (64,), "fp32", config, 0))
+    batch = next(pipeline)
+    assert calls[0] == ([16, 32, 64], True)
+    proposed = [t.config["BLOCK"] for t in batch.tasks]
+    assert calls[1] == (proposed, False) and proposed and 128 not in proposed

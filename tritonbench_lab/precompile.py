@@ -136,7 +136,11 @@ class CompilePool:
     """A pool of compile processes that lives for one sweep: jobs are submitted in the order
     they will be timed (all of an exhaustive sweep at once, a search's batches as they are
     proposed), and the sweep waits for a config's own compile just before timing it, so
-    compiling overlaps timing. Thread-safe: several device threads may wait at once."""
+    compiling overlaps timing. A search also hands over the rest of its shape's space as
+    background jobs: compiled only while no submitted job waits, and moved ahead the moment
+    the search proposes one (or the sweep waits for it), so a search's batches find their
+    kernels compiled instead of waiting on a pool that sat idle. Thread-safe: several device
+    threads may wait at once."""
 
     def __init__(self, processes: int, *, kernel_modules: tuple[str, ...] = (),
                  stall_s: float = 120.0, progress: Callable[[int, int], None] | None = None,
@@ -147,25 +151,67 @@ class CompilePool:
         self.progress = progress
         self.result = Precompiled()
         self._compile_fn = compile_fn
+        # One future per key from the moment it is queued (what `wait` waits on); a job is
+        # handed to a process only when one is free, first from `_now`, then `_later`.
         self._futures: dict[Key, futures.Future] = {}
-        self._lock = threading.Lock()
+        self._now: dict[Key, Job] = {}
+        self._later: dict[Key, Job] = {}
+        self._running = 0
+        # Reentrant: a job that finishes before its callback is attached runs the callback,
+        # which takes the lock, inside _dispatch.
+        self._lock = threading.RLock()
         self._began = time.monotonic()
         self._finished = 0
         self._pool = futures.ProcessPoolExecutor(
             max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
             initializer=start_fn, initargs=(tuple(kernel_modules),))
 
-    def submit(self, jobs: Iterable[Job]) -> None:
-        """Queue jobs not seen before (a key given twice is compiled once)."""
+    def submit(self, jobs: Iterable[Job], *, background: bool = False) -> None:
+        """Queue jobs not seen before (a key given twice is compiled once): in timing
+        order, or `background` (behind everything else). A job queued in the background
+        and submitted again without is moved ahead."""
         with self._lock:
             if self.result.stopped:
                 return
             for job in jobs:
-                if job.key not in self._futures:
-                    future = self._pool.submit(self._compile_fn, job)
-                    future.add_done_callback(self._record)
-                    self._futures[job.key] = future
-                    self.result.jobs += 1
+                if job.key in self._futures:
+                    if not background and job.key in self._later:
+                        self._now[job.key] = self._later.pop(job.key)
+                    continue
+                future: futures.Future = futures.Future()
+                future.add_done_callback(self._record)
+                self._futures[job.key] = future
+                (self._later if background else self._now)[job.key] = job
+                self.result.jobs += 1
+            self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand queued jobs to free processes (the lock held)."""
+        while self._running < self.processes and (self._now or self._later):
+            queue = self._now or self._later
+            key = next(iter(queue))
+            job = queue.pop(key)
+            try:
+                running = self._pool.submit(self._compile_fn, job)
+            except RuntimeError:  # shut down: what is left stays uncompiled
+                self._futures[key].cancel()
+                continue
+            self._running += 1
+            running.add_done_callback(lambda done, key=key: self._ran(key, done))
+
+    def _ran(self, key: Key, done: futures.Future) -> None:
+        """A process finished a job: pass its outcome to the key's future, start the next."""
+        with self._lock:
+            self._running -= 1
+            if not self.result.stopped:
+                self._dispatch()
+        mine = self._futures[key]
+        if done.cancelled():
+            mine.cancel()
+        elif done.exception() is not None:
+            mine.set_exception(done.exception())
+        else:
+            mine.set_result(done.result())
 
     def _record(self, future: futures.Future) -> None:
         try:
@@ -196,6 +242,9 @@ class CompilePool:
         future = self._futures.get(key)
         if future is None or self.result.stopped:
             return None
+        with self._lock:
+            if key in self._later:  # wanted now: ahead of the background
+                self._now[key] = self._later.pop(key)
         try:
             _, seconds, error = future.result(timeout=self.stall_s)
         except futures.TimeoutError:
@@ -217,6 +266,11 @@ class CompilePool:
         return self.result
 
     def close(self) -> None:
+        with self._lock:
+            for key in [*self._now, *self._later]:  # never started: nothing to wait for
+                self._futures[key].cancel()
+            self._now.clear()
+            self._later.clear()
         processes = list((getattr(self._pool, "_processes", None) or {}).values())
         self._pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:  # a hung compile would otherwise outlive the sweep

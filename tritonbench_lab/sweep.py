@@ -268,7 +268,8 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
 
 def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of) -> Pipeline:
     """Step 3: every config at once (exhaustive, compiled ahead at the start), or a search
-    strategy's batches, each compiled in the pool as it is proposed."""
+    strategy's batches, each compiled in the pool as it is proposed, ahead of the rest of
+    the shape's space, which the pool compiles in the background."""
     request = run.request
     if request.search == "exhaustive":
         yield Batch([t for t in map(task_of, configs) if not run.is_done(t)], SWEEP, pinned=False)
@@ -280,6 +281,9 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of) ->
     search = make_search(request.search, SearchRequest(
         tuple(configs), default if default in configs else None, request.search_budget,
         request.seed, prior_winners(request, *key)))
+    if run.pool is not None:  # the batches are small: the idle pool compiles the rest
+        run.pool.submit((Job.of(t) for t in map(task_of, configs) if not run.is_done(t)),
+                        background=True)
     for _ in range(len(configs) + 1):  # a search proposes each config at most once
         measured: dict[str, float | None] = {}
         for r in run.rows.get(key, []):
