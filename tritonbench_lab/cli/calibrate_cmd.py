@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tritonbench_lab.cli.options import Dtypes, OldOut, Root, known_dtypes
+from tritonbench_lab.cli.tables import print_table
 from tritonbench_lab.errors import TlabError
 
 
@@ -49,7 +50,7 @@ def calibrate(
     for row in rows:
         table.add_row(row.name, f"{row.value:.4g} {row.metric}", f"{row.p50_ms:.4g}", row.size)
     console = Console()
-    console.print(table)
+    print_table(console, table)
     console.print(f"stored in {path}")
 
 

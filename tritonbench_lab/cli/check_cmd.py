@@ -48,6 +48,7 @@ def check(
     space, the winners its results pick, correct at a small shape; on the matching GPU, not
     slower than recorded."""
     from tritonbench_lab.check import run_check
+    from tritonbench_lab.cli.tables import print_table
     from tritonbench_lab.env import fingerprint
     from tritonbench_lab.layout import Layout
 
@@ -60,9 +61,9 @@ def check(
     out, err = Console(), Console(stderr=True)
     for item in report.files:
         if item.timed:
-            out.print(_timing_table(item))
+            print_table(out, _timing_table(item))
         if item.regrets:
-            out.print(_regret_table(item))
+            print_table(out, _regret_table(item))
     for problem in report.problems:
         err.print(str(problem), markup=False, highlight=False, soft_wrap=True)
     out.print(report.summary())

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tritonbench_lab.cli.options import Dtypes, Kernels, Root, known_dtypes, split_list
+from tritonbench_lab.cli.tables import print_table
 from tritonbench_lab.errors import TlabError
 
 
@@ -45,7 +46,7 @@ def compare(
         for gpu, shapes in comparison.left_out.items():
             console.print(f"[yellow]note:[/] {comparison.kernel} {comparison.dtype}: shapes "
                           f"not on every GPU, left out: {escape(gpu)} has {', '.join(shapes)}")
-        console.print(comparison_table(comparison))
+        print_table(console, comparison_table(comparison))
         for line in portability_summary(comparison):
             console.print(line)
         uncalibrated = [g for g, rows in comparison.frame.groupby("gpu", sort=False)

@@ -207,8 +207,12 @@ def _run_with_progress(request, console: Console):
     return result
 
 
+CONFIG_WIDTH = 28  # columns of the winner's config before it folds onto the next line
+
+
 def print_summary(result, request, console: Console) -> None:
     from tritonbench_lab.calibrate import ceiling_for, ceilings_in_force, traffic_of
+    from tritonbench_lab.cli.tables import print_table
     from tritonbench_lab.records import parse_config_text
     from tritonbench_lab.space import config_legend, config_short
     from tritonbench_lab.spec import dtype_name
@@ -223,9 +227,10 @@ def print_summary(result, request, console: Console) -> None:
     if ceilings:
         columns.append("% ceiling")
     for column in columns:
-        # Numbers never wrap; on a narrow terminal the config column folds instead.
-        table.add_column(column, justify="left" if column == "winner config" else "right",
-                         no_wrap=column != "winner config", overflow="fold")
+        # Numbers never wrap; the config column folds at CONFIG_WIDTH (print_table).
+        config = column == "winner config"
+        table.add_column(column, justify="left" if config else "right", no_wrap=not config,
+                         overflow="fold", max_width=CONFIG_WIDTH if config else None)
     shown = []
     for found in shape_results(result.records):
         w = winner_of(found)
@@ -245,7 +250,7 @@ def print_summary(result, request, console: Console) -> None:
         if ceilings:
             row.append(f"{100 * w.throughput / ceiling[1]:.0f}% {ceiling[0]}" if ceiling else "-")
         table.add_row(*row)
-    console.print(table)
+    print_table(console, table)
     legend = config_legend(parse_config_text(w.config) for w in shown)
     if legend:
         console.print(legend)
