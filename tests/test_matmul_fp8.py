@@ -109,6 +109,9 @@ def test_matmul_fp8_checks_its_inputs(device):
         matmul_fp8(a.float(), b.float(), one, one)
     with pytest.raises(TlabError, match="SPLIT_K=1 needs REDUCE=0"):
         matmul_fp8(a, b, one, one, _config(2, NONE))
+    partial = {k: v for k, v in _config(1, NONE).items() if k != "FAST_ACC"}
+    with pytest.raises(TlabError, match="lacks FAST_ACC: a config names every parameter"):
+        matmul_fp8(a, b, one, one, partial)
     with pytest.raises(TlabError, match="B column-major"):  # b here is row-major
         matmul_fp8(a, b, one, one, _config(1, NONE, tma=1))
 

@@ -123,11 +123,10 @@ def fp8_matmul_tma_kernel(
 
 @triton.jit
 def _dot(a, b, acc, BLOCK_K: tl.constexpr, FAST_ACC: tl.constexpr):
-    """acc + a @ b. Hopper's fp8 tensor cores keep fewer bits than fp32 while they sum,
-    and Triton lets them sum the whole K that way by default (on sm_90): the error then grows
-    with K (measured: every such config missed the tolerance at K = 8192). FAST_ACC = 0 adds
-    each BLOCK_K step's products into the fp32 accumulator, as cuBLAS does unless asked for
-    fast accumulation (torch._scaled_mm's use_fast_accum)."""
+    """acc + a @ b. Hopper's fp8 tensor cores sum with fewer bits than fp32, over all of K
+    by Triton's default on sm_90: the error grows with K (every such config missed the
+    tolerance at K = 8192). FAST_ACC = 0 adds each BLOCK_K step into the fp32 accumulator,
+    as cuBLAS does unless asked for fast accumulation (torch._scaled_mm's use_fast_accum)."""
     if FAST_ACC:
         return tl.dot(a, b, acc)
     return tl.dot(a, b, acc, max_num_imprecise_acc=BLOCK_K)
@@ -174,19 +173,23 @@ def matmul_fp8(a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Ten
     if sa.dtype != torch.float32 or sb.dtype != torch.float32:
         raise TlabError("matmul_fp8 scales must be float32")
     sa, sb = sa.contiguous(), sb.contiguous()
-    meta, options = split_config(DEFAULT_CONFIG if config is None else config)
+    config = DEFAULT_CONFIG if config is None else config
+    missing = [name for name in SPACE.params if name not in config]
+    if missing:
+        raise TlabError(f"matmul_fp8 config lacks {', '.join(missing)}: a config names every "
+                        f"parameter of the space ({', '.join(SPACE.params)})")
+    meta, options = split_config(config)
     if out is None:
         out = torch.empty((M, N), dtype=torch.bfloat16, device=a.device)
     split, reduce = meta["SPLIT_K"], meta["REDUCE"]
-    if (split == 1) != (reduce == NONE):
+    if reduce_matches_split(meta):
         raise TlabError(f"SPLIT_K={split} with REDUCE={reduce}: SPLIT_K=1 needs REDUCE=0, "
                         "more needs 1 (atomic) or 2 (two passes)")
     partials = part_buffer(split, reduce, M, N, a.device)
     if partials is None:
         partials = out  # not read: SPLIT_K = 1 stores C directly
     tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
-    tma = meta.pop("TMA", 0)
-    meta.setdefault("FAST_ACC", 0)
+    tma = meta.pop("TMA")
     if tma:
         bt = b.t()  # N x K, row-major when b is column-major (as torch._scaled_mm takes it)
         why = tma_ready(a, bt)
