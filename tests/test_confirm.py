@@ -144,6 +144,9 @@ class ScriptedWorker:
         p50 = self.times[name].pop(0)
         return Outcome(OK, "", 0.0, p50, p50, p50, 0.1)
 
+    def start_in_background(self) -> None:
+        self.log.append("start")
+
     def stop(self) -> None:
         self.log.append("stop")
 

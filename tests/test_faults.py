@@ -227,3 +227,29 @@ def test_a_ctrl_c_during_a_spawn_is_raised_once_the_spawn_is_done():
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_a_worker_started_in_the_background_runs_its_first_task_and_stops(tmp_path):
+    """The sweep starts its workers while the compile pool starts (devices.prepare): the
+    first task waits for that start instead of beginning another, and a stop during it
+    leaves no process behind."""
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.worker import Task, Timeouts
+
+    spec = get_spec("add")
+    worker = Worker(interpret=True)
+    worker.start_in_background()
+    worker.start_in_background()  # a second call starts nothing more
+    task = Task("add", TRITON, spec.small_shapes[0].sizes, "fp32", spec.space.default)
+    outcome = worker.run(task, Timeouts())
+    assert outcome.status == OK and outcome.p50_ms > 0, outcome
+    first_process = worker._process
+    assert worker.run(task, Timeouts()).status == OK and worker._process is first_process
+    assert worker.restarts == 0
+    worker.stop()
+    assert not first_process.is_alive()
+
+    stopped_early = Worker(interpret=True)
+    stopped_early.start_in_background()
+    stopped_early.stop()  # waits for the start it interrupts, then stops that child
+    assert stopped_early._process is None and stopped_early._starter is None

@@ -88,7 +88,9 @@ def test_only_contenders_get_the_full_budget_and_the_winner_is_confirmed(tmp_pat
     times = {b: [2.0, 2.1] for b in BASELINES}
     times |= {"w=1": [1.00, 1.02, 1.03], "w=2": [1.01, 0.99, 1.00], "w=4": [1.5], "w=8": [2.5]}
     log, rows, winner, budgets = scripted(tmp_path, monkeypatch, times, confirm=1)
-    work = [e for e in log if e not in ("new", "stop")]
+    # On a GPU the sweep and confirmation workers start in the background before any task.
+    assert log[:4] == ["new", "start", "new", "start"]
+    work = [e for e in log if e not in ("new", "start", "stop")]
     assert work == [*BASELINES, "w=1", "w=2", "w=4", "w=8",  # first pass
                     "w=1", "w=2",  # contenders, full budget
                     "w=2", *BASELINES]  # confirmation of the fastest contender
@@ -105,7 +107,7 @@ def test_a_finished_first_pass_sweep_run_again_measures_nothing(tmp_path, monkey
     results = tmp_path / "results" / "interpreter" / "softmax.csv"
     before = results.read_bytes()
     log, *_ = scripted(tmp_path, monkeypatch, {}, confirm=1)
-    assert [e for e in log if e not in ("new", "stop")] == []
+    assert log == []  # not even a worker started (seconds on a GPU machine)
     assert results.read_bytes() == before
 
 

@@ -4,13 +4,15 @@ clocks themselves need a GPU (test_gpu_clocks_agree_on_a_long_kernel)."""
 import pytest
 import torch
 
-from tritonbench_lab.records import CUDAGRAPH, DO_BENCH
+from tritonbench_lab.records import CUDAGRAPH, CUT, DO_BENCH
 from tritonbench_lab.timing import (
     BOTH_CLOCKS_BELOW_MS,
+    CUT_FACTOR,
     DISAGREE,
     SHORT_KERNEL_MS,
     STEADY_WARMUP_MS,
     BenchOptions,
+    first_pass_verdict,
     judge,
     quantiles,
     time_call,
@@ -103,6 +105,79 @@ def test_auto_timing_ranks_the_first_pass_by_graph_and_takes_both_elsewhere(tmp_
         assert request.bench_for(phase, TRITON, fastest).warmup_ms == request.bench.warmup_ms
     patient = dataclasses.replace(request, bench=BenchOptions(warmup_ms=STEADY_WARMUP_MS * 2))
     assert patient.bench_for(CONTEND, TRITON, long).warmup_ms == STEADY_WARMUP_MS * 2
+    # Only the graph clock's first pass over the configs may cut a config early.
+    assert request.bench_for(SWEEP, TRITON, long).cut_factor == CUT_FACTOR
+    assert request.bench_for(SWEEP, TRITON).cut_factor == CUT_FACTOR
+    assert {request.bench_for(p, prov, long).cut_factor for p, prov in
+            ((SWEEP, "torch"), (CONTEND, TRITON), (CONFIRM, TRITON))} == {None}
+    assert events.bench_for(SWEEP, TRITON, long).cut_factor is None
+    assert no_first.bench_for(SWEEP, TRITON, long).cut_factor is None
+
+
+def test_a_first_pass_row_comes_from_its_first_calls_when_cut_or_long_enough():
+    first_pass = BenchOptions(warmup_ms=5, rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
+    slow = [3.0, 3.1, 0.1, 2.9, 3.2]  # one fast outlier does not save it
+    cut = first_pass_verdict(slow, first_pass, cut_ms=2.0)
+    assert cut.method == CUT and cut.p50 == 3.0 and cut.events_p50 == 3.0
+    # nor does one slow call condemn a fast config; short calls leave the graph to time it
+    assert first_pass_verdict([0.03, 0.01, 0.01, 2.9, 0.01], first_pass, cut_ms=2.0) is None
+    # A long kernel whose calls filled the 5 ms budget: they are its row, by events.
+    long = [1.4, 1.5, 1.45, 1.42, 1.6]
+    kept = first_pass_verdict(long, first_pass, cut_ms=2.0)
+    assert kept.method == DO_BENCH and kept.p50 == 1.45
+    assert first_pass_verdict(long, first_pass, cut_ms=None).method == DO_BENCH
+    # ... but not when they fall short of it, or the kernel is short (events read launches)
+    assert first_pass_verdict([x / 4 for x in long], first_pass, cut_ms=None) is None
+    many_short = [BOTH_CLOCKS_BELOW_MS * 0.9] * 60
+    assert first_pass_verdict(many_short, first_pass, cut_ms=None) is None
+    # Phases other than the first pass always time their graph.
+    full = BenchOptions(timing="both")
+    assert first_pass_verdict(slow, full, cut_ms=2.0) is None
+    assert first_pass_verdict([200.0] * 5, full, cut_ms=None) is None
+
+
+def test_a_worker_cuts_only_against_a_long_leader_of_the_same_case():
+    from tritonbench_lab.worker import _Child
+
+    child = _Child((), BenchOptions())
+    first_pass = BenchOptions(rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
+    assert child._cut_ms(first_pass) is None  # nothing timed here yet
+    child.leader_ms = BOTH_CLOCKS_BELOW_MS * 2
+    assert child._cut_ms(first_pass) == pytest.approx(CUT_FACTOR * BOTH_CLOCKS_BELOW_MS * 2)
+    assert child._cut_ms(BenchOptions(timing="both")) is None  # not a first pass
+    child.leader_ms = BOTH_CLOCKS_BELOW_MS * 0.9  # events may read launches there: no cut
+    assert child._cut_ms(first_pass) is None
+
+
+def test_a_worker_keeps_the_fastest_uncut_first_pass_time_of_its_case(monkeypatch):
+    from tritonbench_lab import worker
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.timing import Timed
+
+    spec = get_spec("add")
+
+    def task_for(spec, shape, bench):
+        return worker.Task(spec.name, "triton", shape.sizes, "fp32", spec.space.default, 0, bench)
+    readings = iter([(2.0, CUDAGRAPH), (1.0, CUDAGRAPH), (0.5, CUT), (3.0, CUDAGRAPH)])
+    asked = []
+
+    def scripted(fn, options, interpreting, cut_ms=None):
+        asked.append(cut_ms)
+        p50, method = next(readings)
+        return Timed(p50, p50, p50, method)
+
+    monkeypatch.setattr("tritonbench_lab.timing.time_call", scripted)  # worker imports it late
+    child = worker._Child((), BenchOptions())
+    first_pass = BenchOptions(rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
+    task = task_for(spec, spec.small_shapes[0], bench=first_pass)
+    for _ in range(4):
+        assert child.run(task).status == "ok"
+    # 2.0 led, then 1.0; the cut row's 0.5 is not a leader's time (its calls were few)
+    assert asked == [None, 2.0 * CUT_FACTOR, 1.0 * CUT_FACTOR, 1.0 * CUT_FACTOR]
+    other = task_for(spec, spec.small_shapes[1], bench=first_pass)
+    readings = iter([(9.0, CUDAGRAPH)])
+    child.run(other)
+    assert asked[-1] is None  # a new case starts without a leader
 
 
 @pytest.mark.gpu
@@ -119,3 +194,15 @@ def test_gpu_clocks_agree_on_a_long_kernel_and_graph_removes_launch_gaps():
     short = time_call(slow_launch, BenchOptions(timing="both"), False)
     assert short.method == CUDAGRAPH and short.graph_p50 < short.events_p50
     assert short.disagree == "yes", short
+
+
+@pytest.mark.gpu
+def test_gpu_a_first_pass_config_far_slower_than_its_leader_is_cut_after_its_first_calls():
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    first_pass = BenchOptions(warmup_ms=5, rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
+    whole = time_call(lambda: a @ a, first_pass, False)
+    assert whole.method == CUDAGRAPH
+    cut = time_call(lambda: a @ a, first_pass, False, cut_ms=whole.p50 / 2)
+    assert cut.method == CUT and cut.p50 == pytest.approx(whole.p50, rel=0.2), (cut, whole)
+    kept = time_call(lambda: a @ a, first_pass, False, cut_ms=whole.p50 * 2)
+    assert kept.method == CUDAGRAPH

@@ -97,6 +97,12 @@ class LocalDevice:
         worker = self._workers.get(fresh) or self._workers.setdefault(fresh, self._make())
         return worker.run(task, timeouts)
 
+    def prepare(self, confirm: bool) -> None:
+        """Start the workers the sweep will use in the background (the confirmation one
+        only if there will be confirmations), so that neither start is waited for later."""
+        for fresh in (False, True) if confirm else (False,):
+            self._workers.setdefault(fresh, self._make()).start_in_background()
+
     @property
     def restarts(self) -> int:
         return sum(w.restarts for w in self._workers.values())
@@ -118,3 +124,11 @@ def make_devices(labels: list[str], *, interpret: bool, kernel_modules: tuple[st
     single = len(labels) == 1
     return [LocalDevice(label, interpret, kernel_modules, bench, visible_for(label, single))
             for label in labels]
+
+
+def start_workers(devices: list, confirm: bool) -> None:
+    """Start each local device's workers in the background (LocalDevice.prepare); a Ray
+    actor starts its own."""
+    for device in devices:
+        if hasattr(device, "prepare"):
+            device.prepare(confirm)

@@ -83,8 +83,10 @@ class SweepRequest:
         overhead cannot reorder short kernels, at no extra cost) and takes both clocks
         everywhere else (timing.py: which judges), except at a shape whose fastest row so far
         (`fastest_ms`) takes timing.BOTH_CLOCKS_BELOW_MS or more, where events alone do, and
-        the contenders and confirmations warm up for timing.STEADY_WARMUP_MS at least."""
-        from tritonbench_lab.timing import BOTH_CLOCKS_BELOW_MS, STEADY_WARMUP_MS
+        the contenders and confirmations warm up for timing.STEADY_WARMUP_MS at least. A
+        first pass by the graph clock stops a config far slower than the leader early
+        (timing.py, the early cut)."""
+        from tritonbench_lab.timing import BOTH_CLOCKS_BELOW_MS, CUT_FACTOR, STEADY_WARMUP_MS
 
         first_pass = phase == SWEEP and provider == TRITON and self.first_bench is not None
         if phase == CONFIRM and self.confirm_bench:
@@ -100,7 +102,9 @@ class SweepRequest:
         warmup = bench.warmup_ms
         if long and phase in (CONTEND, CONFIRM):
             warmup = max(warmup, STEADY_WARMUP_MS)
-        return dataclasses.replace(bench, timing=timing, warmup_ms=warmup)
+        # The first pass of the graph clock may cut a config far slower than its leader.
+        cut = CUT_FACTOR if first_pass and timing == "cudagraph" else None
+        return dataclasses.replace(bench, timing=timing, warmup_ms=warmup, cut_factor=cut)
 
     @property
     def layout(self) -> Layout:

@@ -195,14 +195,15 @@ def _upgrade_layout(handle, cls: type, path: Path) -> None:
     with the current header, each row given the added cells. In place, not by rename, so
     that every writer keeps locking the same file."""
     handle.seek(0)
-    text = handle.read().decode("utf-8")
-    if not text:
+    first = handle.readline().decode("utf-8")  # the header alone: each append reads it
+    if not first:
         return
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader)
-    filled = _older_layout(cls, header)
+    filled = _older_layout(cls, next(csv.reader([first])))
     if filled is None or not filled:
         return  # current layout (a foreign one was refused before anything ran)
+    handle.seek(0)
+    reader = csv.reader(io.StringIO(handle.read().decode("utf-8")))
+    next(reader)
     extra = list(filled.values())
     upgraded = _line(list(columns_of(cls))) + "".join(_line(row + extra) for row in reader)
     handle.seek(0)

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tritonbench_lab.contenders import contended, contenders
-from tritonbench_lab.devices import make_devices
+from tritonbench_lab.devices import make_devices, start_workers
 from tritonbench_lab.plan import (
     Planned,
     SweepRequest,
@@ -341,10 +341,13 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
         exhaustive or p.task.provider != TRITON)]
     labels = list(request.devices) or [("cpu" if request.interpret else "cuda") + ":0"]
     events.planned(len(to_measure), skips, len(planned) - len(todo), len(labels))
-    run.pool = start_pool(request, [t for t in to_measure if t.provider == TRITON], events)
+    run.pool = start_pool(request, [t for t in to_measure if t.provider == TRITON], events) \
+        if todo else None
     devices = make_devices(labels, interpret=request.interpret,
                            kernel_modules=request.kernel_modules, bench=request.bench,
                            backend=request.backend, address=request.ray_address)
+    if todo and not request.interpret:  # on a GPU machine, starting a worker takes seconds
+        start_workers(devices, confirm=request.confirm > 0)
     scheduler = Scheduler(pipelines(run, planned), devices, run.measure)
     try:
         scheduler.run()

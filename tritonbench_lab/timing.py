@@ -9,6 +9,16 @@ before every call so that inputs are never served from cache:
   graph and replayed, so the GPU runs them back to back with no launch in between; each
   call is timed by its own pair of events inside the graph.
 
+The early cut (first pass only, `BenchOptions.cut_factor`): a graph timing begins with
+ESTIMATE_CALLS calls, each after a flush and timed by its own events, to size the graph. A
+config whose median there is more than cut_factor x the shape's fastest first-pass time
+(the worker keeps it) stops: those calls are its row (method CUT). Only where that leader
+takes BOTH_CLOCKS_BELOW_MS or more, where events read what the graph does; there a slow
+config's graph is what the first pass spends most of its time on (8192^3 bf16: configs of
+up to 10x the leader's 1.4 ms, each replayed for the whole budget). Likewise a kernel that
+long whose first calls already fill the first pass's budget is timed by them (events).
+On the H200 the two took 8192^3's first pass from 68 to 54 ms a config (BENCHMARKS.md).
+
 `--timing both` takes both. The row's p20/p50/p80 are then the graph's when the kernel is
 short (graph p50 under SHORT_KERNEL_MS), where launch overhead can masquerade as kernel
 time, or when the events read more than DISAGREE above the graph (the one way they do is
@@ -20,13 +30,14 @@ labelled as such.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tritonbench_lab.records import CUDAGRAPH, DO_BENCH, INTERPRETER
+from tritonbench_lab.records import CUDAGRAPH, CUT, DO_BENCH, INTERPRETER
 
 QUANTILES = (0.2, 0.5, 0.8)
 TIMINGS = ("events", "cudagraph", "both")
@@ -47,6 +58,11 @@ FLUSH_BYTES = 256 * 1024 * 1024  # what do_bench clears; more than any GPU's L2
 # Calls captured in one graph (each with two event nodes): enough samples per replay, and
 # a capture short enough to cost little next to the budget; a longer budget replays it more.
 MAX_GRAPH_CALLS = 200
+# Calls timed one by one before a graph is captured: they size it, and decide the early cut.
+ESTIMATE_CALLS = 5
+# The first pass's cut: a config this much slower than the leader cannot be a contender
+# (contenders.py asks for a p20 within 5% of the leader's p80), so its graph is not timed.
+CUT_FACTOR = 1.5
 
 
 @dataclass(frozen=True)
@@ -60,6 +76,9 @@ class BenchOptions:
     # keeps the pipeline honest without doubling an interpreter sweep's time.
     interpreter_reps: int = 1
     timing: str = "events"
+    # The first pass's early cut (module docstring): None, never; else the factor over the
+    # shape's leader past which a config's first calls end its timing.
+    cut_factor: float | None = None
 
     def columns(self, interpreting: bool) -> dict[str, str | int | None]:
         """The method, warmup_ms and rep_ms of a row timed with these options (the method
@@ -119,8 +138,10 @@ def quantiles(samples: list[float]) -> tuple[float, float, float]:
     return at(QUANTILES[0]), at(QUANTILES[1]), at(QUANTILES[2])
 
 
-def time_call(fn: Callable[[], object], options: BenchOptions, interpreting: bool) -> Timed:
-    """Time calls of `fn` with the clock(s) of `options`."""
+def time_call(fn: Callable[[], object], options: BenchOptions, interpreting: bool,
+              cut_ms: float | None = None) -> Timed:
+    """Time calls of `fn` with the clock(s) of `options`; with `cut_ms`, a graph timing whose
+    first calls' median exceeds it stops there (the early cut: method CUT)."""
     if interpreting:
         samples = []
         for _ in range(options.interpreter_reps):
@@ -136,11 +157,32 @@ def time_call(fn: Callable[[], object], options: BenchOptions, interpreting: boo
     graph = None
     if options.timing in ("cudagraph", "both"):
         try:
-            graph = _graph(fn, options)
+            with _capture_stream():
+                first = _first_calls(fn)
+                early = first_pass_verdict(first.samples, options, cut_ms)
+                if early is not None:
+                    return early
+                graph = _graph(fn, options, first)
         except Exception:  # noqa: BLE001 - a call that cannot be captured keeps its events time
             if events is None:
                 events = _events(fn, options)
     return judge(events, graph)
+
+
+def first_pass_verdict(first_calls_ms: list[float], options: BenchOptions,
+                       cut_ms: float | None) -> Timed | None:
+    """A first pass's row from its first calls alone, or None when its graph is to be timed:
+    the early cut (module docstring); or, at a kernel of BOTH_CLOCKS_BELOW_MS or more whose
+    first calls already spent the budget, those calls, as events (what do_bench would time:
+    a graph of as many calls would add nothing but the wait)."""
+    if options.cut_factor is None:
+        return None
+    times = quantiles(first_calls_ms)
+    if cut_ms is not None and times[1] > cut_ms:
+        return Timed(*times, method=CUT, events_p50=times[1])
+    if times[1] >= BOTH_CLOCKS_BELOW_MS and sum(first_calls_ms) >= options.rep_ms:
+        return Timed(*times, method=DO_BENCH, events_p50=times[1])
+    return None
 
 
 def _events(fn: Callable[[], object], options: BenchOptions) -> tuple[float, float, float]:
@@ -151,59 +193,88 @@ def _events(fn: Callable[[], object], options: BenchOptions) -> tuple[float, flo
     return float(p20), float(p50), float(p80)
 
 
-def _graph(fn: Callable[[], object], options: BenchOptions) -> tuple[float, float, float]:
+@dataclass(frozen=True)
+class FirstCalls:
+    samples: list[float]  # each call's own events, in ms
+    per_call_ms: float  # with the flush before it: what one call of a graph will take
+
+
+@contextlib.contextmanager
+def _capture_stream():
+    """A side stream for the first calls and the capture (CUDA graphs cannot capture the
+    default stream)."""
+    import torch
+
+    with torch.cuda.stream(torch.cuda.Stream()):
+        yield
+
+
+def _first_calls(fn: Callable[[], object]) -> FirstCalls:
+    """One warm call on this stream (allocator, workspaces), then ESTIMATE_CALLS calls, each
+    after a flush and timed by its own events."""
+    import torch
+
+    flush = _flush_buffer()
+    flush.zero_()
+    fn()
+    marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+             for _ in range(ESTIMATE_CALLS + 1)]
+    whole, rest = marks[0], marks[1:]
+    whole[0].record()
+    for begin, done in rest:
+        flush.zero_()
+        begin.record()
+        fn()
+        done.record()
+    whole[1].record()
+    torch.cuda.synchronize()
+    samples = [begin.elapsed_time(done) for begin, done in rest]
+    return FirstCalls(samples, max(whole[0].elapsed_time(whole[1]) / ESTIMATE_CALLS, 1e-4))
+
+
+def _graph(fn: Callable[[], object], options: BenchOptions,
+           first: FirstCalls) -> tuple[float, float, float]:
     """Calls of `fn`, each after an L2 flush and between two events, captured in one CUDA
-    graph; the graph is replayed for the warm-up budget, then for the timing budget, every
-    call of every measured replay a sample."""
+    graph (on the current side stream) and sized by the `first` calls; the graph is
+    replayed for the warm-up budget, then for the timing budget, every call of every
+    measured replay a sample."""
     import gc
 
     import torch
 
     flush = _flush_buffer()
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):  # warm on the capture's stream (allocator, workspaces)
-        for _ in range(2):
-            flush.zero_()
-            fn()
-        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-        start.record()
-        for _ in range(5):
-            flush.zero_()
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        per_call = max(start.elapsed_time(end) / 5, 1e-4)
-        calls = min(MAX_GRAPH_CALLS, max(5, int(options.rep_ms / per_call)))
-        # external=True: event-record nodes that can be timed after a replay (torch >= 2.8).
-        marks = [(torch.cuda.Event(enable_timing=True, external=True),
-                  torch.cuda.Event(enable_timing=True, external=True)) for _ in range(calls)]
-        graph = torch.cuda.CUDAGraph()
-        # capture_begin/end, not torch.cuda.graph(): that empties the allocator's cache on
-        # every capture. No GC while capturing: a collected Triton kernel would unload its
-        # module, which invalidates the capture (what triton.testing guards against too).
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
+    per_call = first.per_call_ms
+    calls = min(MAX_GRAPH_CALLS, max(5, int(options.rep_ms / per_call)))
+    # external=True: event-record nodes that can be timed after a replay (torch >= 2.8).
+    marks = [(torch.cuda.Event(enable_timing=True, external=True),
+              torch.cuda.Event(enable_timing=True, external=True)) for _ in range(calls)]
+    graph = torch.cuda.CUDAGraph()
+    # capture_begin/end, not torch.cuda.graph(): that empties the allocator's cache on
+    # every capture. No GC while capturing: a collected Triton kernel would unload its
+    # module, which invalidates the capture (what triton.testing guards against too).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        graph.capture_begin()
         try:
-            graph.capture_begin()
-            try:
-                for begin, done in marks:
-                    flush.zero_()
-                    begin.record()
-                    fn()
-                    done.record()
-            finally:
-                graph.capture_end()
+            for begin, done in marks:
+                flush.zero_()
+                begin.record()
+                fn()
+                done.record()
         finally:
-            if gc_was_enabled:
-                gc.enable()
-        replay_ms = calls * per_call
-        for _ in range(max(1, round(options.warmup_ms / replay_ms))):
-            graph.replay()
-        samples = []
-        for _ in range(max(1, round(options.rep_ms / replay_ms))):
-            graph.replay()
-            torch.cuda.synchronize()
-            samples += [begin.elapsed_time(done) for begin, done in marks]
+            graph.capture_end()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    replay_ms = calls * per_call
+    for _ in range(max(1, round(options.warmup_ms / replay_ms))):
+        graph.replay()
+    samples = []
+    for _ in range(max(1, round(options.rep_ms / replay_ms))):
+        graph.replay()
+        torch.cuda.synchronize()
+        samples += [begin.elapsed_time(done) for begin, done in marks]
     del graph
     return quantiles(samples)
 
