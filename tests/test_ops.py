@@ -199,3 +199,49 @@ def test_ops_layernorm_rope_add_are_correct_either_way(configs, device, tuned_he
              ops.bound_launch("rope", q.dtype, q_shape, q.get_device()),
              ops.bound_launch("add", u.dtype, (n,), u.get_device())]
     assert all((p is not None) == tuned_here for p in plans)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("tuned_here", [False, True], ids=["untuned", "tuned"])
+def test_ops_matmul_gelu_is_correct_either_way(configs, device, approximate, tuned_here):
+    """nn.Linear + GELU through tlab's fused kernel (a winner at exactly this ragged shape,
+    2x the op, of the form's own kernel) and through F.gelu(torch.addmm(...)): the float64
+    answer either way; a bias the kernel cannot take goes to the op, not to an error."""
+    M, N, K = 33, 40, 24
+    kernel = "matmul_gelu" if approximate == "none" else "matmul_gelu_tanh"
+    if tuned_here:
+        for config in (A + " STREAM_K=0", A.replace("TMA=0", "TMA=1") + " STREAM_K=0"):
+            write_winners(configs / SLUG / f"{kernel}.csv", [
+                winner(f"{M}x{N}x{K}", config, dtype="fp32", kernel=kernel, op_p50_ms=2.0)])
+            tuned.clear_cache()
+            ops.clear()
+            _check_matmul_gelu(device, M, N, K, approximate, tuned_here)
+    else:
+        _check_matmul_gelu(device, M, N, K, approximate, tuned_here)
+
+
+def _check_matmul_gelu(device, M, N, K, approximate, tuned_here):
+    gen = torch.Generator(device=device).manual_seed(M + N + K)
+    a = torch.randn(M, K, generator=gen, device=device)
+    b = torch.randn(K, N, generator=gen, device=device)
+    bias = torch.randn(N, generator=gen, device=device)
+    ref = torch.nn.functional.gelu(a.double() @ b.double() + bias.double(),
+                                   approximate=approximate).float()
+    torch.testing.assert_close(ops.matmul_gelu(a, b, bias, approximate), ref,
+                               rtol=1e-4, atol=1e-4)
+    out = torch.full((M, N), float("nan"), device=device)
+    assert ops.matmul_gelu(a, b, bias, approximate, out=out) is out
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    kernel = "matmul_gelu" if approximate == "none" else "matmul_gelu_tanh"
+    assert (ops.bound_launch(kernel, a.dtype, (M, N, K), a.get_device()) is not None) == tuned_here
+    strided_bias = torch.randn(2 * N, generator=gen, device=device)[::2]  # not contiguous
+    ref = torch.nn.functional.gelu(a.double() @ b.double() + strided_bias.double(),
+                                   approximate=approximate).float()
+    torch.testing.assert_close(ops.matmul_gelu(a, b, strided_bias, approximate), ref,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_ops_matmul_gelu_refuses_an_unknown_form(configs, device):
+    a = torch.randn(4, 4, device=device)
+    with pytest.raises(ValueError, match="accepted are 'none' and 'tanh'"):
+        ops.matmul_gelu(a, a, torch.randn(4, device=device), approximate="sigmoid")

@@ -16,10 +16,45 @@ def test_the_shapes_are_untuned_and_cover_what_users_have():
         assert spec.shape(*sizes) not in spec.default_shapes, (kernel, sizes)
     rows = [s[0] for k, _, s in SHAPES if k in ("softmax", "rmsnorm", "add_rmsnorm", "layernorm")]
     assert min(rows) == 1 and max(rows) == 65536
-    assert {k for k, _, _ in SHAPES} >= {"matmul", "softmax", "rmsnorm", "add_rmsnorm",
-                                         "layernorm", "rope", "add"}
+    assert {k for k, _, _ in SHAPES} >= {"matmul", "matmul_gelu", "softmax", "rmsnorm",
+                                         "add_rmsnorm", "layernorm", "rope", "add"}
     classes = {alignment_class(s) for k, _, s in SHAPES if k == "matmul"}
     assert {(16, 16, 16), (8, 8, 8), (1, 1, 1)} <= classes
+
+
+@pytest.fixture
+def no_configs(tmp_path, monkeypatch):
+    """ops with an empty configs folder (so it calls the PyTorch op everywhere), forgotten
+    after the test."""
+    from tritonbench_lab import ops, tuned
+
+    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
+    tuned.clear_cache()
+    ops.clear()
+    yield
+    tuned.clear_cache()
+    ops.clear()
+
+
+def test_each_kernel_of_the_benchmark_calls_ops_and_the_op_it_stands_in_for(device, no_configs):
+    """What ops-bench times for each kernel agrees with the PyTorch op it is timed against
+    (here, with no configs, ops is that op; on a GPU the kernel's result is checked too)."""
+    import torch
+
+    from tritonbench_lab.opsbench import _calls
+    from tritonbench_lab.verify import as_outputs
+
+    small = {"matmul": (9, 7, 5), "matmul_gelu": (9, 7, 5), "softmax": (3, 33),
+             "rmsnorm": (3, 33), "add_rmsnorm": (3, 33), "layernorm": (3, 33),
+             "rope": (1, 3, 2, 8), "add": (33,)}
+    assert set(small) == {k for k, _, _ in SHAPES}
+    for kernel, sizes in small.items():
+        spec = get_spec(kernel)
+        inputs = spec.make_inputs(spec.shape(*sizes), torch.float32, device, seed=3)
+        ops_call, torch_call, call_sizes, _ = _calls(kernel, inputs)
+        assert call_sizes == sizes
+        for got, want in zip(as_outputs(ops_call()), as_outputs(torch_call()), strict=True):
+            torch.testing.assert_close(got, want)
 
 
 def _row(kernel, ops_ms, torch_ms, host, bare, calls="triton"):

@@ -1,6 +1,6 @@
 """Tuned kernels for your code, never slower than the PyTorch op they stand in for.
 
-    from tritonbench_lab.ops import matmul, softmax, rmsnorm, layernorm, rope, add
+    from tritonbench_lab.ops import matmul, matmul_gelu, softmax, rmsnorm, layernorm, rope, add
     c = matmul(a, b)
 
 Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then memoised:
@@ -10,8 +10,8 @@ Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then 
   the op's; at the nearest tuned shape of the same alignment class (tuned.lookup's rule), when
   that shape is within NEAR of this one and the kernel beat the op there by at least
   NEAR_MARGIN (a config carried to another shape keeps most, not all, of its lead);
-- otherwise the PyTorch op itself (torch.matmul, torch.softmax, F.rms_norm, F.layer_norm,
-  the rotate-half formulation of RoPE, torch.add): untuned shapes
+- otherwise the PyTorch op itself (torch.matmul, F.gelu of torch.addmm, torch.softmax,
+  F.rms_norm, F.layer_norm, the rotate-half formulation of RoPE, torch.add): untuned shapes
   far from any tuned one, inputs the kernel cannot take (CPU tensors without Triton's
   interpreter, other dtypes, operands tensor descriptors cannot describe), no configs file.
 
@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from tritonbench_lab.kernels import add as _add
 from tritonbench_lab.kernels import layernorm as _layernorm
 from tritonbench_lab.kernels import matmul as _matmul
+from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
 from tritonbench_lab.kernels import softmax as _softmax
@@ -186,6 +187,29 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
                     a, b, *(() if out is None else (out,))) is None):
                 return launch(a, b, out)
     return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
+
+
+def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximate: str = "none",
+                out: torch.Tensor | None = None) -> torch.Tensor:
+    """F.gelu(a @ b + bias, approximate=...) for 2-D a (M x K), b (K x N) and a bias of N
+    values: nn.Linear's product and bias, then GELU. The op it stands in for is
+    F.gelu(torch.addmm(bias, a, b)) (the `torch` baseline of the matmul_gelu sweeps)."""
+    form = _matmul_gelu.FORMS.get(approximate)
+    if form is None:
+        raise ValueError(f"approximate={approximate!r}: accepted are 'none' and 'tanh'")
+    if (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype == bias.dtype
+            and a.dtype in _matmul_gelu.SPEC.dtypes and bias.shape == (b.shape[1],)
+            and bias.is_contiguous()):
+        kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
+        launch = _plan(kernel, a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device(),
+                       lambda config: _matmul.bind(config, form))
+        if launch is not None:
+            fits = out is None or (out.dtype == a.dtype and out.shape == (a.shape[0], b.shape[1]))
+            if fits and (not launch.tma or _matmul.tma_ready(
+                    a, b, *(() if out is None else (out,))) is None):
+                return launch(a, b, out, bias)
+    y = F.gelu(torch.addmm(bias, a, b), approximate=approximate)
+    return out.copy_(y) if out is not None else y
 
 
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -23,6 +23,10 @@ SHAPES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
         (1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096), (1024, 11008, 4096),
         (8192, 4096, 11008), (8192, 14336, 4096), (700, 700, 700), (7, 7, 7),
         (4097, 4097, 64), (1000, 999, 1001))),
+    # nn.Linear + GELU: a decoding token, BERT at 1024 tokens, Llama-2-7B's MLP at 4096
+    *(("matmul_gelu", "bf16", s) for s in (
+        (1, 4096, 4096), (1024, 3072, 768), (4096, 11008, 4096), (3072, 3072, 3072),
+        (2056, 2056, 2056))),
     *(("softmax", dt, s) for dt, s in (
         ("bf16", (1, 4096)), ("bf16", (7, 32000)), ("bf16", (2048, 4096)),
         ("fp32", (4096, 4096)), ("bf16", (16384, 4096)), ("fp32", (65536, 1024)),
@@ -103,6 +107,11 @@ def _calls(kernel: str, inputs: dict):
         a, b = inputs["a"], inputs["b"]
         sizes = (a.shape[0], b.shape[1], a.shape[1])
         return (lambda: ops.matmul(a, b)), (lambda: torch.matmul(a, b)), sizes, (a, b)
+    if kernel == "matmul_gelu":
+        a, b, bias = inputs["a"], inputs["b"], inputs["bias"]
+        sizes = (a.shape[0], b.shape[1], a.shape[1])
+        return ((lambda: ops.matmul_gelu(a, b, bias)),
+                (lambda: F.gelu(torch.addmm(bias, a, b))), sizes, (a, b, None, bias))
     if kernel == "softmax":
         x = inputs["x"]
         return (lambda: ops.softmax(x)), (lambda: torch.softmax(x, -1)), tuple(x.shape), (x,)
