@@ -61,6 +61,7 @@ def test_list_shows_every_kernel_with_space_dtypes_baselines_and_shapes():
     assert f"{len(SPACE)} configs over BLOCK_M" in out
     assert "bf16 (GPU only)" in out
     assert "torch, unfused, compiled" in out
+    assert "torch, inductor (opt-in)" in out  # matmul's max-autotune baseline: when asked
     assert "8192x8192x8192" in out and "8192x65536" in out
 
 

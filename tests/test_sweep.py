@@ -344,20 +344,26 @@ def test_a_shape_too_big_for_the_interpreter_is_refused_with_one_it_accepts(tmp_
     check_request(request_for(SPEC, [torch.float32], [smaller], tmp_path))  # accepted
 
 
-def test_gpu_only_baselines_are_planned_only_on_a_gpu(tmp_path):
+def test_gpu_only_baselines_are_planned_only_on_a_gpu_and_self_tuning_ones_when_asked(tmp_path):
     import dataclasses
 
     import torch
 
     from tritonbench_lab.kernels.matmul import SPEC
-    from tritonbench_lab.plan import plan
+    from tritonbench_lab.plan import check_request, parse_baselines, plan
 
     request = request_for(SPEC, [torch.float16], SPEC.small_shapes, tmp_path)
     baselines = {p.task.provider for p in plan(request) if p.task.provider != TRITON}
     assert baselines == {"torch"}  # Inductor has no Triton templates on a CPU
     on_gpu = dataclasses.replace(request, interpret=False)
-    assert {p.task.provider for p in plan(on_gpu) if p.task.provider != TRITON} == {
+    timed = lambda r: {p.task.provider for p in plan(r) if p.task.provider != TRITON}  # noqa: E731
+    # Inductor's max-autotune tunes itself for seconds a shape: only when asked for.
+    assert timed(on_gpu) == {"torch"}
+    assert timed(dataclasses.replace(on_gpu, baselines=parse_baselines("all"))) == {
         "torch", "inductor"}
+    assert timed(dataclasses.replace(on_gpu, baselines=parse_baselines("inductor"))) == {
+        "inductor"}
+    check_request(dataclasses.replace(on_gpu, baselines=parse_baselines("all")))  # accepted
 
 
 def test_baselines_option_times_only_the_chosen(tmp_path):
@@ -370,9 +376,11 @@ def test_baselines_option_times_only_the_chosen(tmp_path):
 
     spec = get_spec("add_rmsnorm")
     request = request_for(spec, [torch.float32], spec.small_shapes[:1], tmp_path)
-    assert parse_baselines("all") is None and parse_baselines("none") == ()
+    assert parse_baselines(None) is None and parse_baselines("none") == ()
     providers = lambda r: {p.task.provider for p in plan(r)}  # noqa: E731
-    assert providers(request) == {TRITON, *spec.baselines}
+    assert providers(request) == {TRITON, *spec.baselines}  # none of them tunes itself
+    assert providers(dataclasses.replace(request, baselines=parse_baselines("all"))) == {
+        TRITON, *spec.baselines}
     chosen = dataclasses.replace(request, baselines=parse_baselines("torch, compiled"))
     assert providers(chosen) == {TRITON, "torch", "compiled"}
     assert providers(dataclasses.replace(request, baselines=())) == {TRITON}

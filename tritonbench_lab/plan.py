@@ -70,9 +70,14 @@ class SweepRequest:
 
     @property
     def baseline_names(self) -> list[str]:
-        """The baselines this sweep times: the kernel's (those that run here), or the chosen."""
+        """The baselines this sweep times: by default the kernel's that run here, less those
+        that tune themselves (opt-in); with `--baselines all`, every one that runs here;
+        else the chosen."""
+        if self.baselines is None:
+            return self.spec.baselines_for(self.interpret, opt_in=False)
         names = self.spec.baselines_for(self.interpret)
-        return names if self.baselines is None else [b for b in names if b in self.baselines]
+        return names if self.baselines == ALL_BASELINES else [b for b in names
+                                                              if b in self.baselines]
 
     def bench_for(self, phase: str, provider: str = TRITON,
                   fastest_ms: float | None = None) -> BenchOptions:
@@ -221,10 +226,17 @@ def build_request(kernel: str, *, dtypes: list[str] | None = None, sizes: str | 
         free_bytes=free_device_bytes(backend), **options)
 
 
+# `--baselines all`: every baseline, the self-tuning ones too (None: the default set).
+ALL_BASELINES = ("all",)
+
+
 def parse_baselines(text: str | None) -> tuple[str, ...] | None:
-    """`--baselines`: None (all) for 'all' or nothing given, () for 'none', else the names."""
-    if text is None or text.strip() == "all":
+    """`--baselines`: None (the default set) when nothing is given, ALL_BASELINES for 'all',
+    () for 'none', else the names."""
+    if text is None:
         return None
+    if text.strip() == "all":
+        return ALL_BASELINES
     if text.strip() == "none":
         return ()
     return tuple(n.strip() for n in text.split(",") if n.strip())
@@ -275,7 +287,7 @@ def check_request(request: SweepRequest) -> None:
         raise TlabError("no shapes to sweep")
     if request.timing not in ("auto", *TIMINGS):
         raise TlabError(f"--timing {request.timing!r}: accepted are auto, {', '.join(TIMINGS)}")
-    unknown = sorted(set(request.baselines or ()) - set(spec.baselines))
+    unknown = sorted(set(request.baselines or ()) - set(spec.baselines) - set(ALL_BASELINES))
     if unknown:
         raise TlabError(f"--baselines {','.join(unknown)}: {spec.name}'s baselines are "
                         f"{', '.join(spec.baselines) or 'none'} (or all, none)")

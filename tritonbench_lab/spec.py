@@ -126,6 +126,9 @@ class KernelSpec:
         baselines: provider name -> (inputs -> outputs), e.g. "torch", "unfused", "compiled".
         gpu_only_baselines: names of baselines that only run on a GPU (not planned in the
             interpreter).
+        opt_in_baselines: names of baselines that tune themselves for seconds a shape
+            (torch.compile's max-autotune): timed only when `--baselines` names them or
+            says all.
         autotune_key: the Triton kernel's argument names for the dims (`tlab export
             --format autotune` writes them as the key); default: dims.
         space: the config space, with its constraints.
@@ -164,6 +167,7 @@ class KernelSpec:
     metric: str
     check_shape: Callable[[Shape], None] = field(default=lambda shape: None)
     gpu_only_baselines: tuple[str, ...] = ()
+    opt_in_baselines: tuple[str, ...] = ()
     # The kernel's size arguments, for an exported @triton.autotune key (default: dims).
     autotune_key: tuple[str, ...] | None = None
     interpreter_dtypes: tuple[torch.dtype, ...] | None = None
@@ -195,9 +199,11 @@ class KernelSpec:
             return self.from_size(n)
         return Shape(tuple((d, n) for d in self.dims))
 
-    def baselines_for(self, interpreting: bool) -> list[str]:
-        """The baselines a sweep times: without a GPU, those that run on a CPU."""
-        return [b for b in self.baselines if not (interpreting and b in self.gpu_only_baselines)]
+    def baselines_for(self, interpreting: bool, opt_in: bool = True) -> list[str]:
+        """The baselines a sweep can time: without a GPU, those that run on a CPU; without
+        `opt_in`, not those that tune themselves (opt_in_baselines)."""
+        return [b for b in self.baselines if not (interpreting and b in self.gpu_only_baselines)
+                and (opt_in or b not in self.opt_in_baselines)]
 
     def interpreter_refusal(self, dtype: torch.dtype) -> str | None:
         """Why this dtype cannot run in Triton's interpreter, or None when it can."""
@@ -230,6 +236,8 @@ def spec_problems(spec: KernelSpec) -> list[str]:
         problems.append("every baseline must be callable")
     elif set(spec.gpu_only_baselines) - set(spec.baselines):
         problems.append("gpu_only_baselines must name baselines")
+    elif set(spec.opt_in_baselines) - set(spec.baselines):
+        problems.append("opt_in_baselines must name baselines")
     if not isinstance(spec.space, Space) or len(spec.space) == 0:
         problems.append("space must be a non-empty Space")
     missing_tol = [DTYPE_NAMES.get(d, str(d)) for d in spec.dtypes if d not in spec.tolerance]

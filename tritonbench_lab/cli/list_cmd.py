@@ -35,7 +35,8 @@ def describe_kernels(backend: str) -> list[dict[str, str]]:
             "summary": spec.summary,
             "metric": spec.metric,
             "dtypes": ", ".join(dtypes),
-            "baselines": ", ".join(spec.baselines),
+            "baselines": ", ".join(b + (" (opt-in)" if b in spec.opt_in_baselines else "")
+                                   for b in spec.baselines),
             "space": f"{len(spec.space)} configs over {', '.join(spec.space.params)}; "
                      f"{kept_text} left after pruning for {limits.label}",
             "shapes": f"{'x'.join(spec.dims)}: " + ", ".join(str(s) for s in spec.default_shapes),

@@ -120,8 +120,9 @@ def sweep(
     baselines: Annotated[str | None, typer.Option(
         "--baselines", metavar="all|none|NAMES",
         help="Which of the kernel's baselines to time (see `tlab list`), comma-separated, "
-        "e.g. torch, or none. The torch.compile max-autotune baseline of matmul (inductor) "
-        "tunes itself for 8-26 s a shape on an H200. Default: all.",
+        "e.g. torch, or all, or none. Default: all but the opt-in ones, which tune "
+        "themselves (inductor, torch.compile's max-autotune of matmul and matmul_gelu: "
+        "8-35 s a shape on an H200).",
         show_default=False)] = None,
     kernel_module: KernelModules = None,
     old_out: OldOut = None,
@@ -159,6 +160,11 @@ def sweep(
     console = Console(stderr=True)
     if request.interpret:
         _say_interpreter(request, console, given=sizes is not None or shapes is not None)
+    opted_out = [b for b in request.spec.baselines_for(request.interpret)
+                 if b not in request.baseline_names and b in request.spec.opt_in_baselines]
+    if opted_out:
+        console.print(f"Not timing {', '.join(opted_out)} (opt-in: it tunes itself for "
+                      "seconds a shape); --baselines all adds it.")
     result = _run_with_progress(request, console)
     print_summary(result, request, Console())
 

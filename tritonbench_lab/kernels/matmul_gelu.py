@@ -104,6 +104,7 @@ def _form_spec(name: str, approximate: str) -> KernelSpec:
         baselines={"torch": torch_linear, "unfused": unfused, "compiled": compile_baseline(unfused),
                    "inductor": compile_baseline(unfused, options=triton_max_autotune)},
         gpu_only_baselines=("inductor",),
+        opt_in_baselines=("inductor",),  # its own tuning: seconds a shape
         make_inputs=make_inputs,
         cost=cost,
         default_shapes=DEFAULT_SHAPES,
