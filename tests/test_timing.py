@@ -111,6 +111,8 @@ def test_auto_timing_ranks_the_first_pass_by_graph_and_takes_both_elsewhere(tmp_
     assert {request.bench_for(p, prov, long).cut_factor for p, prov in
             ((SWEEP, "torch"), (CONTEND, TRITON), (CONFIRM, TRITON))} == {None}
     assert events.bench_for(SWEEP, TRITON, long).cut_factor is None
+    chosen_graph = dataclasses.replace(request, timing="cudagraph")
+    assert chosen_graph.bench_for(SWEEP, TRITON, long).cut_factor is None
     assert no_first.bench_for(SWEEP, TRITON, long).cut_factor is None
 
 

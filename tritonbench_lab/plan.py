@@ -107,8 +107,9 @@ class SweepRequest:
         warmup = bench.warmup_ms
         if long and phase in (CONTEND, CONFIRM):
             warmup = max(warmup, STEADY_WARMUP_MS)
-        # The first pass of the graph clock may cut a config far slower than its leader.
-        cut = CUT_FACTOR if first_pass and timing == "cudagraph" else None
+        # auto's first pass (by the graph clock) may stop a config early; a clock the user
+        # chose times every config in full.
+        cut = CUT_FACTOR if first_pass and self.timing == "auto" else None
         return dataclasses.replace(bench, timing=timing, warmup_ms=warmup, cut_factor=cut)
 
     @property
