@@ -102,6 +102,15 @@ def case(id, args, phrases, setup=None, marks=()):
 
 
 CASES = [
+    # --baselines grammar
+    case("baselines-unknown", [*SWEEP, "--baselines", "torch,cublas"],
+         ["--baselines cublas: softmax's baselines are", "(or all, none)"]),
+    case("baselines-empty", [*SWEEP, "--baselines", ","],
+         ["--baselines ',' names nothing", "baseline names, or all, or none"]),
+    case("baselines-all-in-a-list", [*SWEEP, "--baselines", "all,torch"],
+         ["--baselines all,torch: all and none stand alone"]),
+    case("baselines-none-in-a-list", [*SWEEP, "--baselines", "torch,none"],
+         ["--baselines torch,none: all and none stand alone"]),
     # --sizes grammar
     case("sizes-abc", [*SWEEP, "--sizes", "abc"], ["bad size term 'abc'", SIZES_FORMS]),
     case("sizes-reversed-range", [*SWEEP, "--sizes", "8192-512"],

@@ -157,11 +157,31 @@ def test_the_ray_backend_writes_the_same_rows_from_the_driver(one_device, tmp_pa
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         result = interpreter_sweep(tmp_path, ["cpu:0", "cpu:1"], backend="ray")
+        _a_ray_device_starts_its_workers_ahead_and_then_measures()
     finally:
         ray.shutdown()
     assert row_keys(result) == row_keys(one_device)
     actors = {r.device for r in result.records if r.status != "skipped"}
     assert len(actors) == 2 and all("/cpu:" in a for a in actors)
+
+
+def _a_ray_device_starts_its_workers_ahead_and_then_measures():
+    """What a GPU sweep does first (sweep.run_sweep): prepare, through the actor, then run."""
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.raydevices import ray_devices
+    from tritonbench_lab.timing import BenchOptions
+    from tritonbench_lab.worker import Timeouts
+
+    (device,) = ray_devices(["cpu:0"], interpret=True, kernel_modules=(), bench=BenchOptions(),
+                            address=None)
+    try:
+        device.prepare(True)
+        spec = get_spec("add")
+        task = Task("add", "triton", spec.small_shapes[0].sizes, "fp32", spec.space.default)
+        assert device.run(task, Timeouts()).status == "ok"
+        assert device.run(task, Timeouts(), fresh=True).status == "ok"
+    finally:
+        device.stop()
 
 
 def test_the_command_line_spreads_a_searched_first_pass_over_two_stand_ins(tmp_path):

@@ -5,7 +5,7 @@ hang costs one task), pinned to it with CUDA_VISIBLE_DEVICES so that nothing els
 sweep touches it. Without a GPU, interpreter workers stand in for devices (`cpu:0`,
 `cpu:1`, ...: each a process on one CPU core), so that everything a multi-GPU sweep does is
 exercised on any machine. `--backend ray` puts each device behind a Ray actor instead
-(raydevices.py); the sweep sees the same two methods either way: `run` and `stop`.
+(raydevices.py); the sweep sees the same methods either way: `prepare`, `run` and `stop`.
 
 Each device keeps two workers: one for the sweep's passes, and one started fresh for the
 confirmations (their times must not come from the process that ranked the configs).
@@ -124,11 +124,3 @@ def make_devices(labels: list[str], *, interpret: bool, kernel_modules: tuple[st
     single = len(labels) == 1
     return [LocalDevice(label, interpret, kernel_modules, bench, visible_for(label, single))
             for label in labels]
-
-
-def start_workers(devices: list, confirm: bool) -> None:
-    """Start each local device's workers in the background (LocalDevice.prepare); a Ray
-    actor starts its own."""
-    for device in devices:
-        if hasattr(device, "prepare"):
-            device.prepare(confirm)

@@ -176,16 +176,24 @@ def _plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
 
 # --- the ops ------------------------------------------------------------------------------
 
+def _takes(launch: Callable | None, a: torch.Tensor, b: torch.Tensor,
+           out: torch.Tensor | None) -> bool:
+    """Whether a bound matmul launch (matmul's or matmul_gelu's) can take these operands:
+    an `out` of C's shape and dtype, and tensors a TMA config's descriptors can describe."""
+    if launch is None:
+        return False
+    if out is not None and (out.dtype != a.dtype or out.shape != (a.shape[0], b.shape[1])):
+        return False
+    return not launch.tma or _matmul.tma_ready(a, b, *(() if out is None else (out,))) is None
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """a @ b for 2-D a (M x K) and b (K x N)."""
     if a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _matmul.SPEC.dtypes:
         launch = _plan("matmul", a.dtype, (a.shape[0], b.shape[1], a.shape[1]),
                        a.get_device(), _matmul.bind)
-        if launch is not None:
-            fits = out is None or (out.dtype == a.dtype and out.shape == (a.shape[0], b.shape[1]))
-            if fits and (not launch.tma or _matmul.tma_ready(
-                    a, b, *(() if out is None else (out,))) is None):
-                return launch(a, b, out)
+        if _takes(launch, a, b, out):
+            return launch(a, b, out)
     return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
 
 
@@ -203,11 +211,8 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
         kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
         launch = _plan(kernel, a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device(),
                        lambda config: _matmul.bind(config, form))
-        if launch is not None:
-            fits = out is None or (out.dtype == a.dtype and out.shape == (a.shape[0], b.shape[1]))
-            if fits and (not launch.tma or _matmul.tma_ready(
-                    a, b, *(() if out is None else (out,))) is None):
-                return launch(a, b, out, bias)
+        if _takes(launch, a, b, out):
+            return launch(a, b, out, bias)
     y = F.gelu(torch.addmm(bias, a, b), approximate=approximate)
     return out.copy_(y) if out is not None else y
 

@@ -236,11 +236,16 @@ def parse_baselines(text: str | None) -> tuple[str, ...] | None:
     () for 'none', else the names."""
     if text is None:
         return None
-    if text.strip() == "all":
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise TlabError(f"--baselines {text!r} names nothing: give baseline names, or all, "
+                        "or none")
+    if len(names) > 1 and {"all", "none"} & set(names):
+        raise TlabError(f"--baselines {text}: all and none stand alone, not in a list of "
+                        "names")
+    if names == ALL_BASELINES:
         return ALL_BASELINES
-    if text.strip() == "none":
-        return ()
-    return tuple(n.strip() for n in text.split(",") if n.strip())
+    return () if names == ("none",) else names
 
 
 def memory_estimate(spec: KernelSpec, shape: Shape, dtype) -> int:

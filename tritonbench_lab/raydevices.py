@@ -54,6 +54,9 @@ class _DeviceHost:
     def run(self, task: Task, timeouts: Timeouts, fresh: bool) -> Outcome:
         return self.device.run(task, timeouts, fresh)
 
+    def prepare(self, confirm: bool) -> None:
+        self.device.prepare(confirm)
+
     def stop(self) -> None:
         self.device.stop()
 
@@ -76,6 +79,10 @@ class RayDevice:
         except ray.exceptions.RayError as err:  # the actor or its node died: one task lost
             self._actor = self._make()
             return Outcome(CRASH, f"Ray actor on {self.label} died: {type(err).__name__}")
+
+    def prepare(self, confirm: bool) -> None:
+        """Start the actor's workers in the background (LocalDevice.prepare), not waited for."""
+        self._actor.prepare.remote(confirm)
 
     def stop(self) -> None:
         import ray

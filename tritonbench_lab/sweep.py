@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tritonbench_lab.contenders import contended, contenders
-from tritonbench_lab.devices import make_devices, start_workers
+from tritonbench_lab.devices import make_devices
 from tritonbench_lab.plan import (
     Planned,
     SweepRequest,
@@ -347,7 +347,8 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
                            kernel_modules=request.kernel_modules, bench=request.bench,
                            backend=request.backend, address=request.ray_address)
     if todo and not request.interpret:  # on a GPU machine, starting a worker takes seconds
-        start_workers(devices, confirm=request.confirm > 0)
+        for device in devices:
+            device.prepare(confirm=request.confirm > 0)
     scheduler = Scheduler(pipelines(run, planned), devices, run.measure)
     try:
         scheduler.run()
