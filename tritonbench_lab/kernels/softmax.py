@@ -21,18 +21,15 @@ word, waits until the row's other pieces have published, and combines them the o
 
 Rows wider than 65,536 columns (up to 2^24) can also take TILES > 1: a piece is walked in
 TILES tiles with a running max and sum (each tile rescales the sum so far by exp(old max -
-new max)), then read a second time, tile by tile, to write y. That second read was meant to
-hit the L2; on the H200 much of it did not (fp32 walked pieces stay near two thirds of a
-copy: BENCHMARKS.md), so SPLIT up to 128 with TILES = 1 (pieces of 8,192 columns at
-1,048,576, in registers) wins there, bar bf16 at 1,048,576.
+new max)), then read again to write y, mostly from HBM rather than the L2 on the H200, so
+pieces held in registers (TILES = 1, SPLIT up to 128) mostly win there (BENCHMARKS.md).
 
 The wait relies on the GPU starting a 1-D grid's programs in launch order (NVIDIA GPUs do;
 CUDA does not promise it): then the SPLIT pieces of the oldest unfinished row can all be
 resident while SPLIT <= the SM count (the space prunes wider splits), so a row always
-finishes; a hang would be caught by the sweep's timeout. Triton's interpreter runs programs
-one by one, so there every piece publishes in a first launch and the second never waits.
-Not a softmax that reads rows from HBM twice (statistics, then output): traffic would be
-three times the row. BENCHMARKS.md lists the variants measured.
+finishes (a hang would be the sweep's timeout). The interpreter runs programs one by one:
+there every piece publishes in a first launch and the second never waits. Not a softmax
+that reads rows twice (statistics, then output): three times the row's traffic.
 """
 
 from __future__ import annotations
@@ -162,8 +159,8 @@ def softmax_split_kernel(
         piece_sum = (piece_sum * tl.exp(piece_max - safe_max)
                      + tl.sum(tl.exp(tile - safe_max), axis=0))
         piece_max = new_max
-    # (max, sum) in one 64-bit word, so a single store publishes both and a reader never sees
-    # half of it. Never 0: a real piece's sum is >= 1, an empty piece's max is -inf.
+    # (max, sum) in one 64-bit word: one store publishes both, a reader never sees half of
+    # it. Never 0: a real piece's sum is >= 1, an empty piece's max is -inf.
     word = (piece_max.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (
         piece_sum.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
     # Relaxed: the word is all a partner reads, so nothing needs ordering around it. The
@@ -171,6 +168,10 @@ def softmax_split_kernel(
     # which cost bf16 65,536-wide rows a fifth of their speed on the H200 (BENCHMARKS.md).
     tl.atomic_xchg(stats_ptr + piece, word, sem="relaxed")
     if not PUBLISH_ONLY:
+        # Spin on the row's last piece first (it starts last, so it mostly publishes last):
+        # one polled word, not SPLIT, spares the L2 (bf16 4096x131072: 0.81 -> 0.87 of copy).
+        while tl.load(stats_ptr + row * SPLIT + SPLIT - 1, volatile=True) == 0:
+            pass
         slots = stats_ptr + row * SPLIT + tl.arange(0, SPLIT)
         words = tl.load(slots, volatile=True)
         while tl.sum((words == 0).to(tl.int32), axis=0) > 0:  # a piece has not published
@@ -233,8 +234,7 @@ def softmax(x: torch.Tensor, config: Config | None = None,
         raise TlabError(f"softmax rows of {n_cols} columns need a config with SPLIT > 1 or "
                         f"TILES > 1 (one program holds at most {MAX_ROW_COLS})")
     if split > 1 or tiles > 1:  # a program per piece of a row (ROWS=1, PER_SM=0: pruned so)
-        # Zeroed on every call (a memset timed with the kernel): a zero word is how a piece
-        # tells that a partner has not published yet.
+        # Zeroed every call (timed with the kernel): zero means "not published yet".
         stats = torch.zeros(n_rows * split, dtype=torch.int64, device=x.device)
         piece = max(block_cols // split, 1)  # (narrower rows than SPLIT: padding pieces)
         args = (x, out, stats, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1))
