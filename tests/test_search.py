@@ -14,6 +14,7 @@ import pytest
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.replay import replay, replay_results, summarize
 from tritonbench_lab.search import (
+    LOCAL_MIN_BATCH,
     PRIOR_STARTS,
     SEARCHES,
     Grid,
@@ -175,7 +176,12 @@ def test_local_tries_two_parameter_moves_at_a_local_optimum_then_the_runner_up()
     assert batch == [t for t in g.two_moves(best) if t not in measured]
     measured |= dict.fromkeys(batch, 3.0)  # nothing better around the best
     batch = [config_text(c) for c in search.propose(measured)]
-    assert batch and set(batch) <= set(g.one_moves(second))
+    ones = [t for t in g.one_moves(second) if t not in measured]
+    assert 0 < len(ones) < LOCAL_MIN_BATCH
+    # The runner-up's untimed single moves, filled up with its pairs to a pool's worth.
+    assert batch[:len(ones)] == ones
+    assert len(batch) == LOCAL_MIN_BATCH
+    assert set(batch[len(ones):]) <= set(g.two_moves(second)) - set(measured)
 
 
 def test_random_is_reproducible_by_seed_and_takes_a_quarter_by_default():

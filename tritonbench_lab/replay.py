@@ -26,6 +26,7 @@ class Replay:
     best_ms: float  # the fastest time in the table (what exhaustive finds)
     found_ms: float  # the fastest time among the configs the strategy timed (inf: none ran)
     budget: int | None = None  # as asked for (None: the strategy's default)
+    batches: int = 0  # proposals it made: each a round trip of compiling and timing
 
     @property
     def loss(self) -> float:
@@ -42,10 +43,12 @@ def replay(name: str, times: Mapping[str, float | None], configs: Sequence[Confi
                                              tuple(prior)))
     texts = {config_text(c) for c in configs}
     measured: dict[str, float | None] = {}
+    batches = 0
     for _ in range(len(configs) + 1):
         batch = search.propose(measured)
         if not batch:
             break
+        batches += 1
         for config in batch:
             text = config_text(config)
             if text not in texts or text in measured:
@@ -54,7 +57,7 @@ def replay(name: str, times: Mapping[str, float | None], configs: Sequence[Confi
     ok = [times[t] for t in texts if times[t] is not None]
     found = [ms for ms in measured.values() if ms is not None]
     return Replay(name, shape, len(measured), len(configs), min(ok, default=math.nan),
-                  min(found, default=math.inf), budget)
+                  min(found, default=math.inf), budget, batches)
 
 
 def replay_results(paths: Iterable[Path], searches: Iterable[tuple[str, int | None]], *,
@@ -93,12 +96,14 @@ def replay_results(paths: Iterable[Path], searches: Iterable[tuple[str, int | No
 
 def summarize(replays: Iterable[Replay]) -> dict[str, dict[str, float]]:
     """Per search as typed ('local', 'random:64'): runs, median and worst loss, the share
-    of runs within 2% of the best, and the mean fraction of the space timed."""
+    of runs within 2% of the best, the mean fraction of the space timed and the mean
+    number of batches (a sweep waits on the compiles of each before it times it)."""
     groups: dict[str, list[Replay]] = {}
     for r in replays:
         groups.setdefault(r.strategy + (f":{r.budget}" if r.budget else ""), []).append(r)
     return {key: {"runs": len(rs), "median_loss": statistics.median(r.loss for r in rs),
                   "worst_loss": max(r.loss for r in rs),
                   "within_2pct": sum(r.loss <= 0.02 for r in rs) / len(rs),
-                  "timed": statistics.fmean(r.timed / r.space for r in rs)}
+                  "timed": statistics.fmean(r.timed / r.space for r in rs),
+                  "batches": statistics.fmean(r.batches for r in rs)}
             for key, rs in groups.items()}

@@ -38,6 +38,13 @@ OPTUNA_BATCH = 8
 LOCAL_STARTS = 3
 # Winners of other shapes the prior search starts from, nearest shapes first.
 PRIOR_STARTS = 8
+# The fewest configs a local search's batch holds while the best has them to give: its
+# untimed single moves, filled up with its pairs of moves. A sweep compiles each batch in
+# its pool before timing it, so a batch of two (a best with few untimed neighbours left)
+# leaves the pool idle for a round trip: on an H200, prior's matmul batches of one to
+# three configs cost about a second each. Replayed (BENCHMARKS.md), filling halved the
+# batches of prior and kept it as close to the best.
+LOCAL_MIN_BATCH = 16
 # The optimiser's objective for a config that failed: worse than any time, so that TPE
 # learns its region is bad (a FAIL state would be ignored and the region sampled again).
 FAILED = math.inf
@@ -204,7 +211,8 @@ class LocalSearch(_Strategy):
     Each batch is the untimed neighbourhood (one_moves, else two_moves) of the fastest
     config that still has one: a greedy descent while the best improves, then, at a local
     optimum, on from the runner-ups, which on tile spaces often sit on another ridge (the
-    other kernel variant, the transposed tile). Stopping at the first local optimum missed
+    other kernel variant, the transposed tile). A batch of fewer than LOCAL_MIN_BATCH single
+    moves is filled up with the best's pairs of moves. Stopping at the first local optimum missed
     the best by over 2% at a third of the replayed H200 matmul shapes. The search ends when
     the budget is spent or no timed config has an untimed neighbour. A whole neighbourhood
     per batch suits the sweep, which compiles a batch in parallel. The default budget is a
@@ -238,10 +246,14 @@ class LocalSearch(_Strategy):
         for text in ranked:
             if text in self.spent:
                 continue
-            for ring in (self.grid.one_moves, self.grid.two_moves):
-                batch = self.hand_out(ring(text), measured, left)
-                if batch:
-                    return batch
+            batch = self.hand_out(self.grid.one_moves(text), measured, left)
+            if not batch:  # a local optimum of single moves: its pairs of moves
+                batch = self.hand_out(self.grid.two_moves(text), measured, left)
+            elif len(batch) < min(LOCAL_MIN_BATCH, left):  # few left: fill up with pairs
+                batch += self.hand_out(self.grid.two_moves(text), measured,
+                                       min(LOCAL_MIN_BATCH, left) - len(batch))
+            if batch:
+                return batch
             self.spent.add(text)
         return []
 
