@@ -212,12 +212,12 @@ class LocalSearch(_Strategy):
     config that still has one: a greedy descent while the best improves, then, at a local
     optimum, on from the runner-ups, which on tile spaces often sit on another ridge (the
     other kernel variant, the transposed tile). A batch of fewer than LOCAL_MIN_BATCH single
-    moves is filled up with the best's pairs of moves. Stopping at the first local optimum missed
-    the best by over 2% at a third of the replayed H200 matmul shapes. The search ends when
-    the budget is spent or no timed config has an untimed neighbour. A whole neighbourhood
-    per batch suits the sweep, which compiles a batch in parallel. The default budget is a
-    third of the space (at least 16): replaying H200 matmul times, a quarter came within 2% of
-    the best in 81% of runs, a third in 86%.
+    moves is filled up with the best's pairs of moves: the sweep compiles a batch in
+    parallel, and waits for it. Stopping at the first local optimum missed the best by over
+    2% at a third of the replayed H200 matmul shapes. The search ends when the budget is
+    spent or no timed config has an untimed neighbour. The default budget is a third of the
+    space (at least 16): replaying H200 matmul times, it came within 2% of the best in 97% of
+    runs (BENCHMARKS.md).
     """
 
     name = "local"
@@ -264,8 +264,8 @@ class PriorSearch(LocalSearch):
     random config, then best-first descent from the fastest of them. A new shape's winner is
     usually a winner of a shape near it, or a few moves away. Replayed on the H200's matmul
     times (leave one shape out, its prior the other shapes' winners), a fifth of the space
-    came within 2% of the best in 95% of runs (the local search at that budget: 84%, at a
-    third: 96%; BENCHMARKS.md). With no prior (a first sweep on a GPU) it is the local
+    came within 2% of the best in 95% of runs (the local search at that budget: 83%, at a
+    third: 97%; BENCHMARKS.md). With no prior (a first sweep on a GPU) it is the local
     search on a fifth."""
 
     name = "prior"
