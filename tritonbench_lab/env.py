@@ -106,3 +106,24 @@ def free_device_bytes(backend: str) -> int:
 
     free, _total = torch.cuda.mem_get_info()
     return free
+
+
+def bytecode_note(module_file: str | None = None) -> str | None:
+    """A note for the user when every process a sweep starts (workers, one compile process
+    per core) will compile torch's modules from source before it does anything: Python
+    told not to write bytecode (PYTHONDONTWRITEBYTECODE) and torch installed without it.
+    About 2 s a process on the H200 host measured (BENCHMARKS.md). None otherwise."""
+    import importlib.util
+    from pathlib import Path
+
+    if not sys.dont_write_bytecode:
+        return None
+    if module_file is None:
+        import torch
+
+        module_file = torch.__file__
+    if not module_file or Path(importlib.util.cache_from_source(module_file)).exists():
+        return None
+    return ("PYTHONDONTWRITEBYTECODE is set and torch has no bytecode: each process this "
+            "sweep starts compiles torch's modules from source first (seconds each); unset "
+            "it to start faster.")

@@ -165,6 +165,12 @@ def sweep(
     if opted_out:
         console.print(f"Not timing {', '.join(opted_out)} (opt-in: it tunes itself for "
                       "seconds a shape); --baselines all adds it.")
+    if not request.interpret:
+        from tritonbench_lab.env import bytecode_note
+
+        note = bytecode_note()
+        if note:
+            console.print(note)
     result = _run_with_progress(request, console)
     print_summary(result, request, Console())
 
