@@ -243,15 +243,15 @@ class LocalSearch(_Strategy):
         ranked = self.best(measured)
         if not ranked:  # every start failed: draw more until one runs
             return self.hand_out(self.order, measured, min(LOCAL_STARTS + 1, left))
+        fill = min(LOCAL_MIN_BATCH, left)
         for text in ranked:
             if text in self.spent:
                 continue
             batch = self.hand_out(self.grid.one_moves(text), measured, left)
             if not batch:  # a local optimum of single moves: its pairs of moves
                 batch = self.hand_out(self.grid.two_moves(text), measured, left)
-            elif len(batch) < min(LOCAL_MIN_BATCH, left):  # few left: fill up with pairs
-                batch += self.hand_out(self.grid.two_moves(text), measured,
-                                       min(LOCAL_MIN_BATCH, left) - len(batch))
+            elif len(batch) < fill:  # few left: fill up with its pairs
+                batch += self.hand_out(self.grid.two_moves(text), measured, fill - len(batch))
             if batch:
                 return batch
             self.spent.add(text)

@@ -178,7 +178,6 @@ class _Child:
         return Outcome(status, verdict.detail, verdict.max_abs_error, timed.p20, timed.p50,
                        timed.p80, compile_s, timed)
 
-
     def _cut_ms(self, bench) -> float | None:
         """The early cut's threshold for a first-pass config (timing.py): cut_factor x the
         fastest config timed here at this case so far, where that leader is long enough
