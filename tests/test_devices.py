@@ -72,6 +72,41 @@ def test_first_passes_spread_and_pinned_batches_stay_on_the_home_device():
     assert set(spread) == {"d0", "d1"} and min(spread.values()) >= 6
 
 
+def test_one_device_times_what_is_compiled_at_the_next_shapes_instead_of_waiting():
+    """With a `ready` test (the compile pool's), a device takes ready tasks first, opening
+    up to `lookahead` pipelines; with nothing ready it waits on the first pipeline's next."""
+    compiled = {"A-base", "B-base", "C-base", "A-3", "B-3", "B-4", "C-5"}
+    order = []
+
+    def measure(device, t, phase):
+        order.append(t.config["X"])
+        compiled.add(t.config["X"])  # timing a task waits for its compile
+        return (t.config["X"], device.label)
+
+    def ready(t):
+        return t.config["X"] in compiled
+
+    class Log(dict):  # pipeline() checks each row's device: there is only d0
+        def __getitem__(self, key):
+            return "d0"
+
+    Scheduler((pipeline(s, Log()) for s in "ABC"), [FakeDevice("d0")], measure,
+              ready=ready, lookahead=2).run()
+    # A's baseline, A-3 (ready), then B opens: its baseline and B-3, B-4, all ready; C does
+    # not open (two at once); nothing else is ready, so A's first pass goes on in order.
+    assert order[:6] == ["A-base", "A-3", "B-base", "B-3", "B-4", "A-0"]
+    assert sorted(order) == sorted({f"{s}-{x}" for s in "ABC" for x in
+                                    ["base", *range(12), "c0", "c1", "c2"]})
+    # C opened once A was done (B still open): its baseline and ready C-5, then B goes on.
+    after_a = order.index("A-c2") + 1
+    assert order[after_a:after_a + 3] == ["C-base", "C-5", "B-0"]
+    # Without a ready test: one pipeline after the other, in order (as before).
+    plain = []
+    Scheduler((pipeline(s, Log()) for s in "AB"), [FakeDevice("d0")],
+              lambda d, t, p: plain.append(t.config["X"]) or (t.config["X"], "d0")).run()
+    assert plain[:3] == ["A-base", "A-0", "A-1"] and plain.index("B-base") > plain.index("A-c2")
+
+
 def test_an_error_in_a_device_thread_reaches_the_caller():
     def measure(device, t, phase):
         raise RuntimeError(f"boom on {device.label}")

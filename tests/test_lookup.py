@@ -13,7 +13,7 @@ from tritonbench_lab.kernels.matmul import SPEC as MATMUL
 from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX
 from tritonbench_lab.records import Winner
 from tritonbench_lab.store import write_table
-from tritonbench_lab.tuned import lookup
+from tritonbench_lab.tuned import check_round_trip, lookup
 
 A = "BLOCK_M=64 BLOCK_N=64 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3"
 B = "BLOCK_M=128 BLOCK_N=128 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=4"
@@ -30,17 +30,6 @@ def winner(shape, config, dtype="bf16", kernel="matmul", p50_ms=1.0, op_p50_ms=N
 
 def write_winners(path, winners):
     write_table(path, winners, Winner)
-
-
-def check_round_trip(spec, slug, directory, winners):
-    """What every sweep does after writing its winners (sweep.check_round_trip)."""
-    from types import SimpleNamespace
-
-    from tritonbench_lab.sweep import check_round_trip as check
-
-    request = SimpleNamespace(spec=spec, fingerprint=SimpleNamespace(gpu_slug=slug),
-                              layout=SimpleNamespace(configs=directory))
-    check(request, winners)
 
 
 @pytest.fixture

@@ -152,6 +152,36 @@ def test_a_background_job_asked_for_moves_ahead():
     assert _compiled_in_order(proposed) == ([50, 3, 2], 3)
 
 
+def test_a_config_compiles_at_one_shape_at_a_time_and_its_other_shapes_follow_it():
+    from tritonbench_lab.precompile import CompilePool, config_major, family
+
+    def at(size, *blocks):
+        return [Job("k", (size,), "fp32", 0, {"BLOCK": b}) for b in blocks]
+
+    # Timing order is shape by shape; the pool gets each config's shapes after its first.
+    queued = config_major(at(64, 50, 2) + at(32, 50, 2) + at(16, 2, 3))
+    assert [(j.sizes[0], j.config["BLOCK"]) for j in queued] == [
+        (64, 50), (32, 50), (64, 2), (32, 2), (16, 2), (16, 3)]
+    assert family(at(64, 2)[0].key) == family(at(16, 2)[0].key) != family(at(64, 3)[0].key)
+    order = []
+    pool = CompilePool(2, compile_fn=fake_compile, start_fn=fake_start)
+    try:
+        pool.submit(queued)
+        slow_here, slow_there = at(64, 50)[0].key, at(32, 50)[0].key
+        # While 50 compiles (half a second) at 64, its job at 32 waits: the other process
+        # takes 2 and 3 at every shape meanwhile, and one of them is ready.
+        assert pool.wait(at(16, 3)[0].key) == 0.003
+        assert not pool.ready(slow_there) and pool.ready(at(64, 2)[0].key)
+        assert pool.wait(slow_here) == 0.05
+        assert pool.wait(slow_there) == 0.05 and pool.ready(slow_there)
+        assert pool.ready(at(8, 7)[0].key)  # never the pool's: nothing to wait for
+        order = list(pool.result.seconds)
+    finally:
+        pool.close()
+    assert order.index(slow_there) > order.index(slow_here)
+    assert order.index(slow_there) == len(order) - 1
+
+
 def test_closing_drops_the_queued_background_at_once():
     from tritonbench_lab.precompile import CompilePool
 

@@ -237,6 +237,34 @@ def request_for(spec, dtypes, shapes, tmp_path, free_bytes=1 << 60, space=None):
                         fingerprint=fp, limits=HOPPER, free_bytes=free_bytes)
 
 
+def test_shapes_are_timed_largest_first_only_where_a_compile_pool_runs(tmp_path):
+    import dataclasses
+
+    import torch
+
+    from tritonbench_lab.kernels.matmul import SPEC as MATMUL
+    from tritonbench_lab.plan import plan
+
+    shapes = [MATMUL.shape(512, 512, 512), MATMUL.shape(2048, 64, 2048),
+              MATMUL.shape(1024, 1024, 1024), MATMUL.shape(64, 64, 64)]
+    request = request_for(MATMUL, [torch.float16, torch.float32], shapes, tmp_path)
+
+    def order(req):
+        seen = []
+        for p in plan(req):
+            key = (p.task.dtype, p.task.sizes)
+            if key not in seen:
+                seen.append(key)
+        return seen
+
+    given = [s.sizes for s in shapes]
+    assert order(request) == [(d, s) for d in ("fp16", "fp32") for s in given]
+    gpu = dataclasses.replace(request, interpret=False, jobs=8)  # plan compiles nothing
+    by_work = [(1024, 1024, 1024), (2048, 64, 2048), (512, 512, 512), (64, 64, 64)]
+    assert order(gpu) == [(d, s) for d in ("fp16", "fp32") for s in by_work]
+    assert order(dataclasses.replace(gpu, jobs=1)) == order(request)
+
+
 def test_memory_estimate():
     import torch
 

@@ -9,6 +9,7 @@ from tritonbench_lab.timing import (
     BOTH_CLOCKS_BELOW_MS,
     CUT_FACTOR,
     DISAGREE,
+    GRAPH_ALONE_BELOW_MS,
     SHORT_KERNEL_MS,
     STEADY_WARMUP_MS,
     BenchOptions,
@@ -97,6 +98,16 @@ def test_auto_timing_ranks_the_first_pass_by_graph_and_takes_both_elsewhere(tmp_
     assert request.bench_for(CONTEND, "torch", long).timing == "events"
     assert request.bench_for(CONFIRM, TRITON, short).timing == "both"
     assert request.bench_for(SWEEP, TRITON, long).timing == "cudagraph"
+    # A shape whose fastest row is far under SHORT_KERNEL_MS: the graph alone (it judges
+    # every contender there); just above that, both clocks again; a chosen clock stays.
+    tiny = GRAPH_ALONE_BELOW_MS * 0.99
+    assert GRAPH_ALONE_BELOW_MS < SHORT_KERNEL_MS
+    assert {request.bench_for(p, prov, tiny).timing for p, prov in
+            ((CONTEND, TRITON), (CONFIRM, TRITON), (CONFIRM, "torch"))} == {"cudagraph"}
+    assert request.bench_for(CONTEND, TRITON, GRAPH_ALONE_BELOW_MS).timing == "both"
+    assert events.bench_for(CONFIRM, TRITON, tiny).timing == "events"
+    assert dataclasses.replace(request, timing="both").bench_for(
+        CONFIRM, TRITON, tiny).timing == "both"
     # ... and the timings that decide warm the GPU to its steady clock first there.
     assert request.bench_for(CONFIRM, TRITON, long).warmup_ms == STEADY_WARMUP_MS
     assert request.bench_for(CONTEND, "torch", long).warmup_ms == STEADY_WARMUP_MS
@@ -151,6 +162,37 @@ def test_a_worker_cuts_only_against_a_long_leader_of_the_same_case():
     assert child._cut_ms(first_pass) is None
 
 
+def test_a_worker_keeps_the_last_few_cases_with_their_leaders(monkeypatch):
+    """A sweep times several shapes in turn while its configs compile: going back to a
+    shape keeps its inputs, its reference and its early cut's leader."""
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.worker import CASES_KEPT, Task, _Child
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    spec = get_spec("add")
+    child = _Child((), BenchOptions())
+
+    def visit(n, leader=None):
+        child._prepare(spec, Task("add", "triton", (n,), "fp32", {}))
+        if leader is not None:
+            child.leader_ms = leader
+        return child.inputs, child.reference, child.leader_ms
+
+    first = visit(101, leader=0.5)
+    second = visit(203, leader=0.7)
+    assert second[0]["x"].shape == (203,)
+    inputs, reference, leader = visit(101)  # kept: the same tensors, the same leader
+    assert inputs is first[0] and reference is first[1] and leader == 0.5
+    for n in range(300, 300 + CASES_KEPT - 1):  # CASES_KEPT cases in all: 101 still kept
+        visit(n)
+    assert visit(101)[0] is first[0]
+    for n in range(400, 400 + CASES_KEPT):  # past CASES_KEPT: 101, least recently used, goes
+        visit(n)
+    inputs, reference, leader = visit(101)  # made again, with no leader yet
+    assert inputs is not first[0] and leader is None
+    assert inputs["x"].shape == (101,)
+
+
 def test_a_worker_keeps_the_fastest_uncut_first_pass_time_of_its_case(monkeypatch):
     from tritonbench_lab import worker
     from tritonbench_lab.kernels import get_spec
@@ -201,10 +243,26 @@ def test_gpu_clocks_agree_on_a_long_kernel_and_graph_removes_launch_gaps():
 @pytest.mark.gpu
 def test_gpu_a_first_pass_config_far_slower_than_its_leader_is_cut_after_its_first_calls():
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    first_pass = BenchOptions(warmup_ms=5, rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
+    # As the sweep's first pass times it: no warm-up replay of the graph.
+    first_pass = BenchOptions(warmup_ms=0, rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
     whole = time_call(lambda: a @ a, first_pass, False)
     assert whole.method == CUDAGRAPH
     cut = time_call(lambda: a @ a, first_pass, False, cut_ms=whole.p50 / 2)
     assert cut.method == CUT and cut.p50 == pytest.approx(whole.p50, rel=0.2), (cut, whole)
     kept = time_call(lambda: a @ a, first_pass, False, cut_ms=whole.p50 * 2)
     assert kept.method == CUDAGRAPH
+
+
+@pytest.mark.gpu
+def test_gpu_a_long_first_pass_kernel_gets_only_the_calls_that_fill_its_budget():
+    from tritonbench_lab.timing import ESTIMATE_CALLS, _capture_stream, _first_calls
+
+    big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)  # ~1.5 ms an H200
+    small = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
+    with _capture_stream():
+        long_calls = _first_calls(lambda: big @ big, budget_ms=5)
+        assert 2 <= len(long_calls.samples) < ESTIMATE_CALLS, long_calls
+        # about the budget: not far short of it, nor a call past it
+        assert 5 * 0.8 <= sum(long_calls.samples) < 5 + 2 * max(long_calls.samples), long_calls
+        assert len(_first_calls(lambda: big @ big).samples) == ESTIMATE_CALLS
+        assert len(_first_calls(lambda: small @ small, budget_ms=5).samples) == ESTIMATE_CALLS

@@ -23,7 +23,7 @@ from pathlib import Path
 from tritonbench_lab.env import Fingerprint
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.layout import Layout
-from tritonbench_lab.records import CONFIRM, CONTEND, KEY_COLUMNS, SWEEP, TRITON, Record
+from tritonbench_lab.records import CONFIRM, CONTEND, KEY_COLUMNS, SWEEP, TFLOPS, TRITON, Record
 from tritonbench_lab.space import DeviceLimits, Space, config_text, load_space
 from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype
 from tritonbench_lab.store import check_appendable
@@ -88,10 +88,17 @@ class SweepRequest:
         overhead cannot reorder short kernels, at no extra cost) and takes both clocks
         everywhere else (timing.py: which judges), except at a shape whose fastest row so far
         (`fastest_ms`) takes timing.BOTH_CLOCKS_BELOW_MS or more, where events alone do, and
-        the contenders and confirmations warm up for timing.STEADY_WARMUP_MS at least. A
+        the contenders and confirmations warm up for timing.STEADY_WARMUP_MS at least; and
+        at one whose fastest row takes under timing.GRAPH_ALONE_BELOW_MS, where the graph
+        alone does (it would judge every contender there anyway). A
         first pass by the graph clock stops a config far slower than the leader early
         (timing.py, the early cut)."""
-        from tritonbench_lab.timing import BOTH_CLOCKS_BELOW_MS, CUT_FACTOR, STEADY_WARMUP_MS
+        from tritonbench_lab.timing import (
+            BOTH_CLOCKS_BELOW_MS,
+            CUT_FACTOR,
+            GRAPH_ALONE_BELOW_MS,
+            STEADY_WARMUP_MS,
+        )
 
         first_pass = phase == SWEEP and provider == TRITON and self.first_bench is not None
         if phase == CONFIRM and self.confirm_bench:
@@ -102,8 +109,9 @@ class SweepRequest:
             bench = self.bench
         timing = self.timing
         long = fastest_ms is not None and fastest_ms >= BOTH_CLOCKS_BELOW_MS
+        short = fastest_ms is not None and fastest_ms < GRAPH_ALONE_BELOW_MS
         if timing == "auto":
-            timing = "cudagraph" if first_pass else "events" if long else "both"
+            timing = "cudagraph" if first_pass or short else "events" if long else "both"
         warmup = bench.warmup_ms
         if long and phase in (CONTEND, CONFIRM):
             warmup = max(warmup, STEADY_WARMUP_MS)
@@ -336,7 +344,7 @@ def plan(request: SweepRequest) -> list[Planned]:
     planned = []
     for dtype in request.dtypes:
         name = dtype_name(dtype)
-        for shape in request.shapes:
+        for shape in timing_order(request, dtype):
             planned += [Planned(Task(spec.name, b, shape.sizes, name, {}, request.seed))
                         for b in request.baseline_names]
             for config in request.space:
@@ -345,6 +353,20 @@ def plan(request: SweepRequest) -> list[Planned]:
                 task = Task(spec.name, TRITON, shape.sizes, name, dict(config), request.seed)
                 planned.append(Planned(task, reason or ""))
     return planned
+
+
+def timing_order(request: SweepRequest, dtype) -> list:
+    """A dtype's shapes in the order the sweep times them: as given, except where a compile
+    pool runs (a GPU, `--jobs` 2 or more), largest work first. The first shape's first pass
+    waits on the pool's compiles; a large shape's configs each keep the GPU busy for as long
+    as the pool takes to compile the next ones, a small shape's are timed in a few ms and
+    wait (H200, bf16 matmul 512-8192^3: 512^3 first, its first pass took 11 s for 4 s of
+    timing), and its short kernels are timed while the pool's processes load the CPU."""
+    if request.interpret or request.jobs < 2:
+        return list(request.shapes)
+    spec = request.spec
+    metric = "flops" if spec.metric == TFLOPS else "bytes"
+    return sorted(request.shapes, key=lambda s: -getattr(spec.cost(s, dtype), metric))
 
 
 def task_key(request: SweepRequest, task: Task) -> tuple[str, ...]:

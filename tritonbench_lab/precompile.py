@@ -48,6 +48,26 @@ class Job:
         return (self.kernel, self.sizes, self.dtype, self.seed, config_text(self.config))
 
 
+def family(key: Key) -> tuple[str, str, str]:
+    """The jobs that may share one compiled kernel: a config of a kernel and dtype, at any
+    shape. Triton compiles again only where a shape changes what it specialises on (sizes
+    divisible by 16, constexprs a launcher derives from the shape); otherwise the job at the
+    next shape finds the first one's kernel in Triton's cache, in milliseconds."""
+    return (key[0], key[2], key[4])
+
+
+def config_major(jobs: Iterable[Job]) -> list[Job]:
+    """Jobs in timing order, regrouped so that each config's jobs at every shape follow its
+    first: once its kernel is compiled, the others are cache hits, and the sweep can time that
+    config at every shape while the pool compiles the next (a sweep of several shapes then
+    keeps the GPU busy during the compiles, not waiting on them at its first shape)."""
+    jobs = list(jobs)
+    first: dict[tuple[str, str, str], int] = {}
+    for job in jobs:
+        first.setdefault(family(job.key), len(first))
+    return sorted(jobs, key=lambda job: first[family(job.key)])  # stable within a config
+
+
 def pin_triton_cache_dir() -> None:
     """Set TRITON_CACHE_DIR to Triton's own default when it is unset, before the pool and the
     worker start (they inherit it). Inductor (the torch.compile baselines) otherwise points
@@ -157,6 +177,9 @@ class CompilePool:
         self._now: dict[Key, Job] = {}
         self._later: dict[Key, Job] = {}
         self._running = 0
+        # Jobs in flight per family: a job waits while another of its family compiles, so
+        # that two processes never compile one kernel, and then finds it in the cache.
+        self._compiling: dict[tuple[str, str, str], int] = {}
         # Reentrant: a job that finishes before its callback is attached runs the callback,
         # which takes the lock, inside _dispatch.
         self._lock = threading.RLock()
@@ -187,22 +210,40 @@ class CompilePool:
 
     def _dispatch(self) -> None:
         """Hand queued jobs to free processes (the lock held)."""
-        while self._running < self.processes and (self._now or self._later):
-            queue = self._now or self._later
-            key = next(iter(queue))
-            job = queue.pop(key)
+        while self._running < self.processes:
+            key = self._next_key()
+            if key is None:
+                return
+            job = (self._now.pop(key, None) or self._later.pop(key))
             try:
                 running = self._pool.submit(self._compile_fn, job)
             except RuntimeError:  # shut down: what is left stays uncompiled
                 self._futures[key].cancel()
                 continue
             self._running += 1
+            self._compiling[family(key)] = self._compiling.get(family(key), 0) + 1
             running.add_done_callback(lambda done, key=key: self._ran(key, done))
+
+    def _next_key(self) -> Key | None:
+        """The first queued job, submitted ones before background ones, whose family is not
+        compiling now (the lock held); None when every queued job waits on its family."""
+        for queue in (self._now, self._later):
+            for key in queue:
+                if not self._compiling.get(family(key)):
+                    return key
+        return None
+
+    def ready(self, key: Key) -> bool:
+        """Whether a job's compile is over (done or failed), or was never the pool's to do:
+        a task that is ready is timed without waiting (the scheduler takes those first)."""
+        future = self._futures.get(key)
+        return future is None or future.done() or bool(self.result.stopped)
 
     def _ran(self, key: Key, done: futures.Future) -> None:
         """A process finished a job: pass its outcome to the key's future, start the next."""
         with self._lock:
             self._running -= 1
+            self._compiling[family(key)] -= 1
             if not self.result.stopped:
                 self._dispatch()
         mine = self._futures[key]

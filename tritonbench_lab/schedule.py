@@ -12,7 +12,11 @@ done. Here each device runs in its own thread, taking the next task it may take:
   times it was chosen against and the baselines it is compared with all come from one GPU.
 
 A device with nothing it may take opens the next pipeline, so shapes overlap when there is
-more than one device. One device needs no threads: everything runs in the caller's thread
+more than one device. With a `ready` test (the compile pool's: is this task's kernel
+compiled yet?), a device takes the first ready task of the open pipelines, earliest pipeline
+first, and opens further pipelines (up to `lookahead` open at once) before it would wait on a
+compile: while the pool compiles, one GPU times each compiled config at every shape instead
+of waiting at the first. One device needs no threads: everything runs in the caller's thread
 (Ctrl-C then reaches the measurement directly).
 """
 
@@ -54,7 +58,10 @@ class Scheduler:
     returns its row (or None when the sweep is stopping)."""
 
     def __init__(self, pipelines: Iterator[Pipeline], devices: list,
-                 measure: Callable[[object, Task, str], Record | None]):
+                 measure: Callable[[object, Task, str], Record | None],
+                 ready: Callable[[Task], bool] | None = None, lookahead: int = 1):
+        self._ready = ready
+        self._lookahead = lookahead
         self._pipelines = iter(pipelines)
         self._devices = devices
         self._measure = measure
@@ -108,19 +115,36 @@ class Scheduler:
     def _take(self, device) -> tuple[_Open, Task] | None:
         with self._cond:
             while not self.stopping:
-                for state in self._open:
-                    batch = state.batch
-                    if state.waiting and (not batch.pinned or state.home in (None, device)):
-                        if batch.pinned:
-                            state.home = device
-                        state.in_flight += 1
-                        return state, state.waiting.popleft()
-                if self._open_next():
+                mine = [s for s in self._open if s.waiting and (
+                    not s.batch.pinned or s.home in (None, device))]
+                chosen = self._first_ready(mine)
+                if chosen is None and mine and (len(self._open) >= self._lookahead
+                                                or not self._open_next()):
+                    chosen = mine[0], 0  # nothing compiled yet: wait on the next compile
+                if chosen is not None:
+                    state, index = chosen
+                    if state.batch.pinned:
+                        state.home = device
+                    state.in_flight += 1
+                    task = state.waiting[index]
+                    del state.waiting[index]
+                    return state, task
+                if mine or self._open_next():
                     continue
                 if not self._open:
                     return None
                 self._cond.wait(timeout=1.0)
             return None
+
+    def _first_ready(self, states: list[_Open]) -> tuple[_Open, int] | None:
+        """The first ready task of these pipelines (every task, without a `ready` test)."""
+        for state in states:
+            if self._ready is None:
+                return state, 0
+            for index, task in enumerate(state.waiting):
+                if self._ready(task):
+                    return state, index
+        return None
 
     def _open_next(self) -> bool:
         """Open the next pipeline (under the lock); False when there is none."""

@@ -17,9 +17,10 @@ Per dtype and shape (a pipeline, schedule.py), on one or more devices (devices.p
    its confirmation never finished (its baselines have none): a finished sweep run again
    measures nothing.
 
-On a GPU the configs are compiled in a pool of processes (precompile.CompilePool) in the
-order they will be timed, and each is timed once its own compile is done, so compiling
-overlaps timing and the worker loads every kernel from Triton's cache.
+On a GPU the configs are compiled in a pool of processes (precompile.CompilePool), each
+config's jobs at every shape after its first, and each task is timed once its own compile is
+done; meanwhile the device times whatever is compiled, at up to LOOKAHEAD shapes at once
+(schedule.py), so compiling overlaps timing and the worker loads every kernel from cache.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from tritonbench_lab.plan import (
     plan,
     task_key,
 )
-from tritonbench_lab.precompile import CompilePool, Job, pin_triton_cache_dir
+from tritonbench_lab.precompile import CompilePool, Job, config_major, pin_triton_cache_dir
 from tritonbench_lab.records import (
     CONFIRM,
     CONTEND,
@@ -56,13 +57,14 @@ from tritonbench_lab.records import (
     standing,
 )
 from tritonbench_lab.schedule import Batch, Pipeline, Scheduler
-from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import config_text
 from tritonbench_lab.spec import parse_dtype, throughput
 from tritonbench_lab.store import append_rows, load_records, load_winners, write_table
-from tritonbench_lab.tuned import clear_cache, lookup
+from tritonbench_lab.tuned import check_round_trip
 from tritonbench_lab.winners import pick_winners
-from tritonbench_lab.worker import Outcome, Task
+from tritonbench_lab.worker import CASES_KEPT, Outcome, Task
+
+LOOKAHEAD = CASES_KEPT  # shapes open at once while the pool compiles: the worker keeps them
 
 
 class SweepEvents:
@@ -211,6 +213,10 @@ class _Run:
             with self.lock:
                 self.events.queued(count, phase)
 
+    def ready(self, task: Task) -> bool:
+        """Whether the task can be timed without waiting on the compile pool."""
+        return self.pool is None or task.provider != TRITON or self.pool.ready(Job.of(task).key)
+
     def measure(self, device, task: Task, phase: str) -> Record | None:
         with self.lock:
             self.events.started(task, phase, device.label)
@@ -349,7 +355,8 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     if todo and not request.interpret:  # on a GPU machine, starting a worker takes seconds
         for device in devices:
             device.prepare(confirm=request.confirm > 0)
-    scheduler = Scheduler(pipelines(run, planned), devices, run.measure)
+    scheduler = Scheduler(pipelines(run, planned), devices, run.measure, ready=run.ready,
+                          lookahead=LOOKAHEAD if run.pool is not None else 1)
     try:
         scheduler.run()
     except BaseException:
@@ -366,7 +373,8 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     winners = pick_winners(all_rows)
     if winners:
         write_table(request.configs_file, winners, Winner)
-        check_round_trip(request, winners)
+        check_round_trip(request.spec, request.fingerprint.gpu_slug, request.layout.configs,
+                         winners)
     return SweepResult(run.run_id, results_file, request.configs_file, len(run.records),
                        len(planned) - len(todo), all_rows, winners)
 
@@ -382,19 +390,5 @@ def start_pool(request: SweepRequest, tasks: list[Task],
     pin_triton_cache_dir()
     pool = CompilePool(request.jobs, kernel_modules=request.kernel_modules,
                        stall_s=request.timeouts.first_call_s, progress=events.compiling)
-    pool.submit(Job.of(t) for t in tasks)
+    pool.submit(config_major(Job.of(t) for t in tasks))
     return pool
-
-
-def check_round_trip(request: SweepRequest, winners: list[Winner]) -> None:
-    """Looking up each tuned shape must return exactly the winner just written; anything
-    else is a bug in tlab, not in the user's input."""
-    clear_cache()
-    spec, slug = request.spec, request.fingerprint.gpu_slug
-    for w in winners:
-        shape = spec.shape(*shape_sizes(w.shape))
-        got = lookup(spec.name, w.dtype, gpu=slug, directory=request.layout.configs, dims=spec.dims,
-                     **dict(shape.dims))
-        if got != parse_config_text(w.config):
-            raise RuntimeError(f"lookup({spec.name}, {w.dtype}, {w.shape}) returned "
-                               f"{got}, not the winner {w.config}")

@@ -10,7 +10,8 @@ before every call so that inputs are never served from cache:
   call is timed by its own pair of events inside the graph.
 
 The early cut (first pass only, `BenchOptions.cut_factor`): a graph timing begins with
-ESTIMATE_CALLS calls, each after a flush and timed by its own events, to size the graph. A
+ESTIMATE_CALLS calls (fewer for a long kernel, as many as fill the first pass's budget), each
+after a flush and timed by its own events, to size the graph. A
 config whose median there is more than cut_factor x the shape's fastest first-pass time
 (the worker keeps it) stops: those calls are its row (method CUT). Only where that leader
 takes BOTH_CLOCKS_BELOW_MS or more, where events read what the graph does; there a slow
@@ -47,6 +48,12 @@ DISAGREE = 0.10  # events and graph medians further apart than this raise the ro
 # 8192^3 bf16 events/graph 1.00 and 0.98 median): `auto` then takes events alone, at half
 # the cost, wherever the shape's fastest time so far is this long (plan.bench_for).
 BOTH_CLOCKS_BELOW_MS = 0.1
+# Below this, the graph judges every row that matters: the contenders are within a few
+# percent of the shape's fastest row, so under SHORT_KERNEL_MS too, and a baseline slower
+# than that can only read faster by the graph than by events (the graph times no launch
+# gaps), which does not flatter the winner. `auto` then takes the graph alone, at half the
+# cost (plan.bench_for; 512^3 and 1024^3 bf16 on an H200, ~7 and ~9 us).
+GRAPH_ALONE_BELOW_MS = SHORT_KERNEL_MS * 0.75
 # A GPU that has idled runs its first ~100 ms of heavy load at its boost clock, then settles
 # lower (H200, 2026-12-02: 1980 MHz, then ~1500 MHz at 8192^3 bf16). After do_bench's 25 ms of
 # warm-up, the median of six timings of one 8192^3 matmul, each after 0.5 s idle, ranged
@@ -67,8 +74,9 @@ CUT_FACTOR = 1.5
 
 @dataclass(frozen=True)
 class BenchOptions:
-    """The timing budget in milliseconds: warm-up runs first, then repeats for about rep_ms;
-    and which clock(s) take it (TIMINGS)."""
+    """The timing budget in milliseconds: warm-up runs first (none beyond the calls that
+    size a graph when warmup_ms is 0), then repeats for about rep_ms; and which clock(s)
+    take it (TIMINGS)."""
 
     warmup_ms: int = 25
     rep_ms: int = 100
@@ -158,7 +166,7 @@ def time_call(fn: Callable[[], object], options: BenchOptions, interpreting: boo
     if options.timing in ("cudagraph", "both"):
         try:
             with _capture_stream():
-                first = _first_calls(fn)
+                first = _first_calls(fn, options.rep_ms if options.cut_factor else None)
                 early = first_pass_verdict(first.samples, options, cut_ms)
                 if early is not None:
                     return early
@@ -209,16 +217,33 @@ def _capture_stream():
         yield
 
 
-def _first_calls(fn: Callable[[], object]) -> FirstCalls:
+def _first_calls(fn: Callable[[], object], budget_ms: float | None = None) -> FirstCalls:
     """One warm call on this stream (allocator, workspaces), then ESTIMATE_CALLS calls, each
-    after a flush and timed by its own events."""
-    import torch
-
+    after a flush and timed by its own events. With a first pass's `budget_ms`, a kernel of
+    BOTH_CLOCKS_BELOW_MS or more (by its first timed call) gets only the calls that fill the
+    budget, two at least: they are its row (first_pass_verdict), and a config slower than
+    the leader spends fewer of its long calls (8192^3 bf16: 3-5 calls a config, not 7)."""
     flush = _flush_buffer()
     flush.zero_()
     fn()
+    if budget_ms is None:
+        return _timed_calls(fn, flush, ESTIMATE_CALLS)
+    first = _timed_calls(fn, flush, 1)  # waits for it: the count of the rest depends on it
+    took = first.samples[0]
+    more = ESTIMATE_CALLS - 1
+    if took >= BOTH_CLOCKS_BELOW_MS:
+        more = min(more, max(1, math.ceil((budget_ms - took) / took)))
+    rest = _timed_calls(fn, flush, more)
+    return FirstCalls(first.samples + rest.samples,
+                      (first.per_call_ms + rest.per_call_ms * more) / (1 + more))
+
+
+def _timed_calls(fn: Callable[[], object], flush, count: int) -> FirstCalls:
+    """`count` calls, each after a flush and between its own events, then a wait for all."""
+    import torch
+
     marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-             for _ in range(ESTIMATE_CALLS + 1)]
+             for _ in range(count + 1)]
     whole, rest = marks[0], marks[1:]
     whole[0].record()
     for begin, done in rest:
@@ -229,7 +254,7 @@ def _first_calls(fn: Callable[[], object]) -> FirstCalls:
     whole[1].record()
     torch.cuda.synchronize()
     samples = [begin.elapsed_time(done) for begin, done in rest]
-    return FirstCalls(samples, max(whole[0].elapsed_time(whole[1]) / ESTIMATE_CALLS, 1e-4))
+    return FirstCalls(samples, max(whole[0].elapsed_time(whole[1]) / count, 1e-4))
 
 
 def _graph(fn: Callable[[], object], options: BenchOptions,
@@ -268,7 +293,7 @@ def _graph(fn: Callable[[], object], options: BenchOptions,
         if gc_was_enabled:
             gc.enable()
     replay_ms = calls * per_call
-    for _ in range(max(1, round(options.warmup_ms / replay_ms))):
+    for _ in range(max(1, round(options.warmup_ms / replay_ms)) if options.warmup_ms > 0 else 0):
         graph.replay()
     samples = []
     for _ in range(max(1, round(options.rep_ms / replay_ms))):

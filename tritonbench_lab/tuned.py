@@ -188,3 +188,16 @@ def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int
     from tritonbench_lab.kernels import get_spec
 
     return dict(get_spec(kernel).space.default)
+
+
+def check_round_trip(spec, slug: str, directory: Path, winners: list[Winner]) -> None:
+    """After a sweep wrote its winners: looking up each tuned shape must return exactly the
+    winner just written; anything else is a bug in tlab, not in the user's input."""
+    clear_cache()
+    for w in winners:
+        shape = spec.shape(*shape_sizes(w.shape))
+        got = lookup(spec.name, w.dtype, gpu=slug, directory=directory, dims=spec.dims,
+                     **dict(shape.dims))
+        if got != parse_config_text(w.config):
+            raise RuntimeError(f"lookup({spec.name}, {w.dtype}, {w.shape}) returned "
+                               f"{got}, not the winner {w.config}")

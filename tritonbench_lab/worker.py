@@ -3,8 +3,8 @@
 A kernel that faults (illegal or misaligned address) leaves its process's CUDA context
 unusable; one that never terminates blocks its process. Both stay inside a `spawn`ed child:
 the parent sees the child die or miss its deadline, records `crash` or `timeout`, starts a
-fresh child and goes on. The child keeps the current inputs and float64 reference between
-tasks of the same shape, so the reference is computed once per shape, not once per config.
+fresh child and goes on. The child keeps the inputs and float64 reference of the last few
+shapes between tasks, so a reference is computed once per shape, not once per config.
 
 Inside the child, one task is: first call into NaN-poisoned outputs (this compiles; its wall
 time is `compile_s`) -> verify against the reference -> time the correct ones.
@@ -20,6 +20,7 @@ import signal
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from tritonbench_lab.records import (
@@ -36,6 +37,11 @@ from tritonbench_lab.timing import BOTH_CLOCKS_BELOW_MS, BenchOptions, Timed
 
 # A fresh child imports torch and triton and initialises CUDA before its first task.
 STARTUP_TIMEOUT_S = 300.0
+# Cases (inputs and reference of a shape) a child keeps, the current one included, while this
+# process holds less than this share of the GPU's memory: a sweep interleaves shapes
+# (sweep.LOOKAHEAD).
+CASES_KEPT = 4
+CASES_MEMORY_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -110,18 +116,37 @@ class _Child:
         self.inputs = None
         self.reference = None
         self.leader_ms = None  # the case's fastest first-pass time here (the early cut's)
+        self.kept: OrderedDict = OrderedDict()  # other cases: key -> (inputs, reference, leader)
 
     def _prepare(self, spec, task: Task):
+        """Make the task's case current: kept from before (a sweep times several shapes in
+        turn while its configs compile), or made now, after the least recently used cases
+        beyond CASES_KEPT (or all of them, when they fill the GPU's memory) are let go."""
         key = (task.kernel, task.sizes, task.dtype, task.seed)
-        if key != self.case_key:
+        if key == self.case_key:
+            return
+        if self.case_key is not None:
+            self.kept[self.case_key] = (self.inputs, self.reference, self.leader_ms)
+        self.inputs = self.reference = self.leader_ms = self.case_key = None
+        if key in self.kept:
+            self.inputs, self.reference, self.leader_ms = self.kept.pop(key)
+        else:
             from tritonbench_lab.spec import parse_dtype
 
-            self.inputs = self.reference = None  # free the previous shape first
+            while len(self.kept) >= CASES_KEPT or (self.kept and self._memory_full()):
+                self.kept.popitem(last=False)
             shape = spec.shape(*task.sizes)
             self.inputs = spec.make_inputs(shape, parse_dtype(task.dtype), self.device, task.seed)
             self.reference = spec.reference(self.inputs)
-            self.case_key = key
-            self.leader_ms = None
+        self.case_key = key
+
+    def _memory_full(self) -> bool:
+        if self.interpreting:
+            return False
+        import torch
+
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        return torch.cuda.memory_allocated() > total * CASES_MEMORY_SHARE
 
     def run(self, task: Task) -> Outcome:
         import torch
