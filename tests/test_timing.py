@@ -165,8 +165,9 @@ def test_a_worker_cuts_only_against_a_long_leader_of_the_same_case():
 def test_a_worker_keeps_the_last_few_cases_with_their_leaders(monkeypatch):
     """A sweep times several shapes in turn while its configs compile: going back to a
     shape keeps its inputs, its reference and its early cut's leader."""
+    from tritonbench_lab.cases import CASES_KEPT
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.worker import CASES_KEPT, Task, _Child
+    from tritonbench_lab.worker import Task, _Child
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     spec = get_spec("add")
@@ -191,6 +192,49 @@ def test_a_worker_keeps_the_last_few_cases_with_their_leaders(monkeypatch):
     inputs, reference, leader = visit(101)  # made again, with no leader yet
     assert inputs is not first[0] and leader is None
     assert inputs["x"].shape == (101,)
+
+
+def test_a_case_that_does_not_fit_beside_the_kept_ones_is_made_again_alone(monkeypatch):
+    import torch
+
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.worker import Task, _Child
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    real = get_spec("add")
+
+    class Tight:
+        """The add spec on a device where a case of 300 elements or more fits only when
+        the child keeps no other case (or never, `never_fits`)."""
+
+        def __init__(self, child, never_fits=False):
+            self.child, self.never_fits = child, never_fits
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def make_inputs(self, shape, dtype, device, seed):
+            if dict(shape.dims)["n"] >= 300 and (self.never_fits or self.child.cases.kept):
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate")
+            return real.make_inputs(shape, dtype, device, seed)
+
+    def case(n):
+        return Task("add", "triton", (n,), "fp32", {})
+
+    child = _Child((), BenchOptions())
+    spec = Tight(child)
+    for n in (101, 203):
+        child._prepare(spec, case(n))
+    assert len(child.cases.kept) == 1
+    child._prepare(spec, case(301))  # does not fit beside 101 and 203: made alone
+    assert child.inputs["x"].shape == (301,) and not child.cases.kept
+    child._prepare(spec, case(102))  # a small one fits beside it: 301 is kept
+    assert list(child.cases.kept) == [("add", (301,), "fp32", 0)]
+    # With nothing kept to let go, the error is the task's, as before.
+    alone = _Child((), BenchOptions())
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        alone._prepare(Tight(alone, never_fits=True), case(302))
+    assert alone.case_key is None and alone.inputs is None
 
 
 def test_a_worker_keeps_the_fastest_uncut_first_pass_time_of_its_case(monkeypatch):

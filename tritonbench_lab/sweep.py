@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tritonbench_lab.cases import CASES_KEPT
 from tritonbench_lab.contenders import contended, contenders
 from tritonbench_lab.devices import make_devices
 from tritonbench_lab.plan import (
@@ -62,7 +63,7 @@ from tritonbench_lab.spec import parse_dtype, throughput
 from tritonbench_lab.store import append_rows, load_records, load_winners, write_table
 from tritonbench_lab.tuned import check_round_trip
 from tritonbench_lab.winners import pick_winners
-from tritonbench_lab.worker import CASES_KEPT, Outcome, Task
+from tritonbench_lab.worker import Outcome, Task
 
 LOOKAHEAD = CASES_KEPT  # shapes open at once while the pool compiles: the worker keeps them
 

@@ -20,9 +20,9 @@ import signal
 import threading
 import time
 import traceback
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from tritonbench_lab.cases import KeptCases
 from tritonbench_lab.records import (
     COMPILE_ERROR,
     CRASH,
@@ -37,11 +37,6 @@ from tritonbench_lab.timing import BOTH_CLOCKS_BELOW_MS, BenchOptions, Timed
 
 # A fresh child imports torch and triton and initialises CUDA before its first task.
 STARTUP_TIMEOUT_S = 300.0
-# Cases (inputs and reference of a shape) a child keeps, the current one included, while this
-# process holds less than this share of the GPU's memory: a sweep interleaves shapes
-# (sweep.LOOKAHEAD).
-CASES_KEPT = 4
-CASES_MEMORY_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -116,37 +111,26 @@ class _Child:
         self.inputs = None
         self.reference = None
         self.leader_ms = None  # the case's fastest first-pass time here (the early cut's)
-        self.kept: OrderedDict = OrderedDict()  # other cases: key -> (inputs, reference, leader)
+        self.cases = KeptCases(on_gpu=not self.interpreting)  # the other shapes' (cases.py)
 
     def _prepare(self, spec, task: Task):
-        """Make the task's case current: kept from before (a sweep times several shapes in
-        turn while its configs compile), or made now, after the least recently used cases
-        beyond CASES_KEPT (or all of them, when they fill the GPU's memory) are let go."""
+        """Make the task's case current: kept from before (cases.py), or made now."""
         key = (task.kernel, task.sizes, task.dtype, task.seed)
         if key == self.case_key:
             return
         if self.case_key is not None:
-            self.kept[self.case_key] = (self.inputs, self.reference, self.leader_ms)
+            self.cases.put(self.case_key, (self.inputs, self.reference, self.leader_ms))
         self.inputs = self.reference = self.leader_ms = self.case_key = None
-        if key in self.kept:
-            self.inputs, self.reference, self.leader_ms = self.kept.pop(key)
-        else:
-            from tritonbench_lab.spec import parse_dtype
-
-            while len(self.kept) >= CASES_KEPT or (self.kept and self._memory_full()):
-                self.kept.popitem(last=False)
-            shape = spec.shape(*task.sizes)
-            self.inputs = spec.make_inputs(shape, parse_dtype(task.dtype), self.device, task.seed)
-            self.reference = spec.reference(self.inputs)
+        self.inputs, self.reference, self.leader_ms = self.cases.take(
+            key, lambda: self._make_case(spec, task))
         self.case_key = key
 
-    def _memory_full(self) -> bool:
-        if self.interpreting:
-            return False
-        import torch
+    def _make_case(self, spec, task: Task):
+        from tritonbench_lab.spec import parse_dtype
 
-        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
-        return torch.cuda.memory_allocated() > total * CASES_MEMORY_SHARE
+        shape = spec.shape(*task.sizes)
+        inputs = spec.make_inputs(shape, parse_dtype(task.dtype), self.device, task.seed)
+        return inputs, spec.reference(inputs), None
 
     def run(self, task: Task) -> Outcome:
         import torch
