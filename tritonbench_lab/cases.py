@@ -36,20 +36,27 @@ class KeptCases:
         when the new case does not fit beside them)."""
         if key in self.kept:
             return self.kept.pop(key)
+        let_go = False
         while len(self.kept) >= CASES_KEPT or (self.kept and self._memory_full()):
             self.kept.popitem(last=False)
+            let_go = True
+        if let_go:  # back to the driver: the confirmation worker shares the GPU
+            self._release()
         try:
             return make()
         except Exception as err:
             if not self.kept or not _out_of_memory(err):
                 raise
         self.kept.clear()
+        self._release()
+        return make()
+
+    def _release(self) -> None:
         gc.collect()
         if self.on_gpu:
             import torch
 
             torch.cuda.empty_cache()
-        return make()
 
     def _memory_full(self) -> bool:
         if not self.on_gpu:
