@@ -81,10 +81,11 @@ def sweep(
         "25): for the baselines and for the contenders of the first pass.")] = 100,
     first_rep_ms: Annotated[int | None, typer.Option(
         "--first-rep-ms", metavar="MS", min=0,
-        help="Budget of the first pass, which times every config only to rank them; the "
-        "configs whose time could plausibly beat the leader's (given the noise measured) "
-        "are then timed with --rep-ms. 0: every config gets --rep-ms. Default: 5 on a GPU, "
-        "0 in the interpreter.", show_default=False)] = None,
+        help="Budget of the first pass, which times every config only to rank them (no "
+        "warm-up beyond the calls that size its timing); the configs whose time could "
+        "plausibly beat the leader's (given the noise measured; at most eight) are then "
+        "timed with --rep-ms. 0: every config gets --rep-ms. Default: 5 on a GPU, 0 in the "
+        "interpreter.", show_default=False)] = None,
     search: Annotated[str, typer.Option(
         "--search", metavar="STRATEGY",
         help="Which configs to time per shape: exhaustive (all), prior (a neighbourhood "
