@@ -23,9 +23,9 @@ from pathlib import Path
 from tritonbench_lab.env import Fingerprint
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.layout import Layout
-from tritonbench_lab.records import CONFIRM, CONTEND, KEY_COLUMNS, SWEEP, TFLOPS, TRITON, Record
+from tritonbench_lab.records import CONFIRM, CONTEND, KEY_COLUMNS, SWEEP, TRITON, Record
 from tritonbench_lab.space import DeviceLimits, Space, config_text, load_space
-from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype
+from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype, throughput
 from tritonbench_lab.store import check_appendable
 from tritonbench_lab.timing import TIMINGS, BenchOptions
 from tritonbench_lab.worker import Task, Timeouts
@@ -364,9 +364,8 @@ def timing_order(request: SweepRequest, dtype) -> list:
     timing), and its short kernels are timed while the pool's processes load the CPU."""
     if request.interpret or request.jobs < 2:
         return list(request.shapes)
-    spec = request.spec
-    metric = "flops" if spec.metric == TFLOPS else "bytes"
-    return sorted(request.shapes, key=lambda s: -getattr(spec.cost(s, dtype), metric))
+    spec = request.spec  # the work of a call: its throughput in a millisecond
+    return sorted(request.shapes, key=lambda s: -throughput(spec.cost(s, dtype), spec.metric, 1.0))
 
 
 def task_key(request: SweepRequest, task: Task) -> tuple[str, ...]:

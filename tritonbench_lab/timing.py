@@ -222,7 +222,7 @@ def _first_calls(fn: Callable[[], object], budget_ms: float | None = None) -> Fi
     after a flush and timed by its own events. With a first pass's `budget_ms`, a kernel of
     BOTH_CLOCKS_BELOW_MS or more (by its first timed call) gets only the calls that fill the
     budget, two at least: they are its row (first_pass_verdict), and a config slower than
-    the leader spends fewer of its long calls (8192^3 bf16: 3-5 calls a config, not 7)."""
+    the leader spends fewer of its long calls (8192^3 bf16: 2-4 timed calls a config, not 5)."""
     flush = _flush_buffer()
     flush.zero_()
     fn()

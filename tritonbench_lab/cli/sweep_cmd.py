@@ -35,9 +35,9 @@ def _budget(rep_ms: int):
 
 def _first_pass_budget(rep_ms: int):
     """The first pass's: no warm-up beyond its own calls. A config's first call, its warm
-    call and its estimate calls run it before it is timed; a graph replayed for the warm-up
-    budget as well cost small shapes a third of their first pass (H200, 2048^3 bf16: ~5 of
-    15 ms a config), and the GPU has been busy all along. Contenders get the full warm-up."""
+    call and its estimate calls run it before it is timed; a graph replayed for a 5 ms
+    warm-up as well, where a small shape's config took 15-17 ms in all (H200, bf16
+    1024^3 and 2048^3), and the GPU has been busy all along. Contenders get the full warm-up."""
     from tritonbench_lab.timing import BenchOptions
 
     return BenchOptions(warmup_ms=0, rep_ms=rep_ms)
