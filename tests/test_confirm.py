@@ -147,6 +147,9 @@ class ScriptedWorker:
     def start_in_background(self) -> None:
         self.log.append("start")
 
+    def ask_to_stop(self) -> None:  # stop() follows; the log keeps that one
+        pass
+
     def stop(self) -> None:
         self.log.append("stop")
 

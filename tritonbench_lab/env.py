@@ -109,10 +109,10 @@ def free_device_bytes(backend: str) -> int:
 
 
 def bytecode_note(module_file: str | None = None) -> str | None:
-    """A note for the user when every process a sweep starts (workers, one compile process
-    per core) will compile torch's modules from source before it does anything: Python
-    told not to write bytecode (PYTHONDONTWRITEBYTECODE) and torch installed without it.
-    About 2 s a process on the H200 host measured (BENCHMARKS.md). None otherwise."""
+    """A note for the user when the command, and the server its child processes are forked
+    from (children.py), will each compile torch's modules from source before they do
+    anything: Python told not to write bytecode (PYTHONDONTWRITEBYTECODE) and torch installed
+    without it. About 5 s a process on the lent H200s (BENCHMARKS.md). None otherwise."""
     import importlib.util
     from pathlib import Path
 
@@ -124,6 +124,6 @@ def bytecode_note(module_file: str | None = None) -> str | None:
         module_file = torch.__file__
     if not module_file or Path(importlib.util.cache_from_source(module_file)).exists():
         return None
-    return ("PYTHONDONTWRITEBYTECODE is set and torch has no bytecode: each process this "
-            "sweep starts compiles torch's modules from source first (seconds each); unset "
-            "it to start faster.")
+    return ("PYTHONDONTWRITEBYTECODE is set and torch has no bytecode: this command and "
+            "the process its workers start from each compile torch's modules from source "
+            "first (seconds each); unset it to start faster.")

@@ -17,7 +17,6 @@ nothing, so it has no pool.
 from __future__ import annotations
 
 import concurrent.futures as futures
-import multiprocessing
 import os
 import threading
 import time
@@ -25,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tritonbench_lab import children
 from tritonbench_lab.space import config_text
 
 # (kernel, sizes, dtype, seed, config text) of one task: what the pool compiles.
@@ -186,7 +186,7 @@ class CompilePool:
         self._began = time.monotonic()
         self._finished = 0
         self._pool = futures.ProcessPoolExecutor(
-            max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
+            max_workers=self.processes, mp_context=children.context(interpret=False),
             initializer=start_fn, initargs=(tuple(kernel_modules),))
 
     def submit(self, jobs: Iterable[Job], *, background: bool = False) -> None:

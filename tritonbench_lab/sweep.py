@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tritonbench_lab import children
 from tritonbench_lab.cases import CASES_KEPT
 from tritonbench_lab.contenders import contended, contenders
 from tritonbench_lab.devices import make_devices
@@ -348,14 +349,16 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
         exhaustive or p.task.provider != TRITON)]
     labels = list(request.devices) or [("cpu" if request.interpret else "cuda") + ":0"]
     events.planned(len(to_measure), skips, len(planned) - len(todo), len(labels))
-    run.pool = start_pool(request, [t for t in to_measure if t.provider == TRITON], events) \
-        if todo else None
+    if not todo:
+        children.stop_early()  # no child will start: its server's imports only cost time
     devices = make_devices(labels, interpret=request.interpret,
                            kernel_modules=request.kernel_modules, bench=request.bench,
                            backend=request.backend, address=request.ray_address)
-    if todo and not request.interpret:  # on a GPU machine, starting a worker takes seconds
-        for device in devices:
+    if todo and not request.interpret:  # on a GPU machine, starting a worker takes seconds;
+        for device in devices:  # before the pool's, so that the baselines can start at once
             device.prepare(confirm=request.confirm > 0)
+    run.pool = start_pool(request, [t for t in to_measure if t.provider == TRITON], events) \
+        if todo else None
     scheduler = Scheduler(pipelines(run, planned), devices, run.measure, ready=run.ready,
                           lookahead=LOOKAHEAD if run.pool is not None else 1)
     try:

@@ -1,7 +1,7 @@
 """Run one measurement task in a child process, so that a crash or a hang costs one task.
 
 A kernel that faults (illegal or misaligned address) leaves its process's CUDA context
-unusable; one that never terminates blocks its process. Both stay inside a `spawn`ed child:
+unusable; one that never terminates blocks its process. Both stay inside a child (children.py):
 the parent sees the child die or miss its deadline, records `crash` or `timeout`, starts a
 fresh child and goes on. The child keeps the inputs and float64 reference of the last few
 shapes between tasks, so a reference is computed once per shape, not once per config.
@@ -22,6 +22,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
+from tritonbench_lab import children
 from tritonbench_lab.cases import KeptCases
 from tritonbench_lab.records import (
     COMPILE_ERROR,
@@ -220,7 +221,7 @@ def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: in
         try:
             task = inbox.get(timeout=1.0)
         except queue.Empty:
-            if os.getppid() != parent_pid:  # the parent was killed (kill -9): do not linger
+            if _parent_gone(parent_pid):  # the parent was killed (kill -9): do not linger
                 return
             continue
         except (EOFError, OSError):
@@ -235,6 +236,16 @@ def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: in
         outbox.put(("done", outcome))
         if outcome.status == CRASH:
             return  # the CUDA context may be unusable now: let the parent start a fresh child
+
+
+def _parent_gone(parent_pid: int) -> bool:
+    """Whether the process that started this one has ended. A child of the fork server
+    (children.py) has the server as its OS parent, so ask multiprocessing, which keeps a
+    pipe from the starting process open in every child it starts."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        return not parent.is_alive()
+    return os.getppid() != parent_pid
 
 
 @contextlib.contextmanager
@@ -272,7 +283,7 @@ class Worker:
         self.visible = visible
         self.kernel_modules = tuple(str(p) for p in kernel_modules)
         self.bench = bench or BenchOptions()
-        self._context = multiprocessing.get_context("spawn")
+        self._context = children.context(interpret)
         self._process = None
         self._starter: threading.Thread | None = None
         self.restarts = 0
@@ -351,6 +362,14 @@ class Worker:
             # blamed for its exit.
             self.stop()
         return payload
+
+    def ask_to_stop(self) -> None:
+        """Tell a started child to exit, without waiting for it (`stop` waits): a child takes
+        about a second to give its CUDA context back, and several can do that at once."""
+        process = self._process
+        if self._starter is None and process is not None and process.is_alive():
+            with contextlib.suppress(OSError, ValueError):
+                self._inbox.put(None)
 
     def stop(self) -> None:
         self._started()

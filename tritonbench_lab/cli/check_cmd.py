@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from tritonbench_lab import children
 from tritonbench_lab.cli.options import (
     Dtypes,
     Interpret,
@@ -47,6 +48,8 @@ def check(
     """Check every ROOT/configs/<gpu>/<kernel>.csv: schema, known kernel, configs inside the
     space, the winners its results pick, correct at a small shape; on the matching GPU, not
     slower than recorded."""
+    if interpret is not True and timing:  # first: the imports below start torch
+        children.start_early()  # the timing workers' torch import runs beside this one's
     from tritonbench_lab.check import run_check
     from tritonbench_lab.cli.tables import print_table
     from tritonbench_lab.env import fingerprint

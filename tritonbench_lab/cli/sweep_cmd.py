@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from tritonbench_lab import children
 from tritonbench_lab.cli.options import (
     Dtypes,
     Interpret,
@@ -139,6 +140,8 @@ def sweep(
     old_out: OldOut = None,
 ) -> None:
     """Tune KERNEL: verify and time every config over the shapes, store rows and winners."""
+    if interpret is not True and backend == "local":  # first: the imports below start torch
+        children.start_early()  # the children's torch import runs beside this one's
     import dataclasses
 
     from tritonbench_lab.devices import parse_gpus
@@ -170,6 +173,7 @@ def sweep(
     check_request(request)  # every refusal before any output, so an error is one line
     console = Console(stderr=True)
     if request.interpret:
+        children.stop_early()
         _say_interpreter(request, console, given=sizes is not None or shapes is not None)
     opted_out = [b for b in request.spec.baselines_for(request.interpret)
                  if b not in request.baseline_names and b in request.spec.opt_in_baselines]

@@ -1,0 +1,95 @@
+"""Child processes on a GPU come from a fork server that imported torch once (children.py)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tritonbench_lab import children, worker
+
+
+def _what_the_child_has(parent_pid: int):
+    return ("torch" in sys.modules, "tritonbench_lab.worker" in sys.modules, os.getppid(),
+            worker._parent_gone(parent_pid))
+
+
+def test_a_gpu_child_starts_with_torch_imported_and_knows_its_parent_lives():
+    context = children.context(interpret=False)
+    assert context.get_start_method() == "forkserver"
+    with context.Pool(1) as pool:
+        has_torch, has_worker, os_parent, gone = pool.apply(_what_the_child_has, (os.getpid(),))
+    assert has_torch and has_worker  # preloaded by the server, not imported by the task
+    assert os_parent != os.getpid()  # its OS parent is the server ...
+    assert not gone  # ... yet it does not take this process for dead (the old getppid check did)
+
+
+def test_interpreter_children_are_spawned():
+    # The server's kernels were defined for the GPU; the interpreter needs its own import.
+    assert children.context(interpret=True).get_start_method() == "spawn"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_an_early_server_is_stopped_when_no_child_is_needed(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(children, "_GPU_NODES", (os.getcwd(),))  # "a GPU is likely here"
+    children.stop_early()
+    server = children.multiprocessing.forkserver._forkserver
+    if server._forkserver_pid is not None:  # another test's server: stop it the same way
+        monkeypatch.setattr(children, "_started_early", True)
+        children.stop_early()
+    children.start_early()
+    pid = server._forkserver_pid
+    assert pid is not None and _alive(pid)
+    children.stop_early()  # returns at once: the server is killed, not waited for
+    assert server._forkserver_pid is None and not _alive(pid)
+
+
+def test_no_early_server_where_no_gpu_is_likely(monkeypatch):
+    monkeypatch.setattr(children, "_GPU_NODES", ("/nonexistent/nvidiactl",))
+    monkeypatch.setattr(children, "_started_early", False)
+    started = []
+    monkeypatch.setattr(children.multiprocessing.forkserver, "ensure_running",
+                        lambda: started.append(True))
+    children.start_early()
+    assert not started and not children._started_early
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(children, "_GPU_NODES", (os.getcwd(),))
+    children.start_early()
+    assert not started
+
+
+@pytest.mark.skipif(not children.has_fork_server(), reason="no fork server on this platform")
+def test_pool_processes_come_from_the_server():
+    from tritonbench_lab.precompile import CompilePool
+
+    pool = CompilePool(2)
+    try:
+        context = pool._pool._mp_context
+        assert context.get_start_method() == "forkserver"
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("argv", [["sweep", "matmul", "--dtype", "nonsense"],
+                                  ["check", "--kernel", "nonsense"]])
+def test_the_server_is_started_before_the_command_imports_torch(argv, tmp_path):
+    """Its imports overlap the command's own only if it starts first (a sweep that imported
+    its modules first started the server 9 s late on an H200)."""
+    script = (
+        "import sys\n"
+        "from tritonbench_lab import children\n"
+        "children.start_early = lambda: print('torch imported:', 'torch' in sys.modules)\n"
+        "from tritonbench_lab.cli import main\n"
+        f"main({argv + ['--root', str(tmp_path)]!r})\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2, done.stderr  # refused after the start, as bad input is
+    assert done.stdout.splitlines()[0] == "torch imported: False"
