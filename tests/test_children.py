@@ -78,18 +78,35 @@ def test_pool_processes_come_from_the_server():
         pool.close()
 
 
-@pytest.mark.parametrize("argv", [["sweep", "matmul", "--dtype", "nonsense"],
-                                  ["check", "--kernel", "nonsense"]])
-def test_the_server_is_started_before_the_command_imports_torch(argv, tmp_path):
-    """Its imports overlap the command's own only if it starts first (a sweep that imported
-    its modules first started the server 9 s late on an H200)."""
+def _early_start_seen(argv: list[str]) -> list[str]:
+    """What the command said when it would start the server early, or [] if it did not."""
     script = (
         "import sys\n"
         "from tritonbench_lab import children\n"
         "children.start_early = lambda: print('torch imported:', 'torch' in sys.modules)\n"
         "from tritonbench_lab.cli import main\n"
-        f"main({argv + ['--root', str(tmp_path)]!r})\n")
+        f"main({argv!r})\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 2, done.stderr  # refused after the start, as bad input is
-    assert done.stdout.splitlines()[0] == "torch imported: False"
+    return done.stdout.splitlines()
+
+
+@pytest.mark.parametrize("argv", [["sweep", "matmul", "--dtype", "nonsense"],
+                                  ["check", "--kernel", "nonsense"]])
+def test_the_server_is_started_before_the_command_imports_torch(argv, tmp_path):
+    """Its imports overlap the command's own only if it starts first (a sweep that imported
+    its modules first started the server 9 s late on an H200)."""
+    assert _early_start_seen(argv + ["--root", str(tmp_path)]) == ["torch imported: False"]
+
+
+def test_a_sweep_where_rows_exist_starts_the_server_only_for_work(tmp_path):
+    """A re-run may find nothing to measure: the server's imports beside the command's cost
+    it 1-2.5 s on an H200, so it starts early only where there are no rows yet, or --fresh."""
+    (tmp_path / "results" / "some-gpu").mkdir(parents=True)
+    (tmp_path / "results" / "some-gpu" / "matmul.csv").write_text("kernel\n")
+    argv = ["sweep", "matmul", "--dtype", "nonsense", "--root", str(tmp_path)]
+    assert _early_start_seen(argv) == []
+    assert _early_start_seen(argv + ["--fresh"]) == ["torch imported: False"]
+    assert _early_start_seen(["sweep", "softmax", "--dtype", "nonsense", "--root",
+                              str(tmp_path)]) == ["torch imported: False"]

@@ -140,8 +140,9 @@ def sweep(
     old_out: OldOut = None,
 ) -> None:
     """Tune KERNEL: verify and time every config over the shapes, store rows and winners."""
-    if interpret is not True and backend == "local":  # first: the imports below start torch
-        children.start_early()  # the children's torch import runs beside this one's
+    if interpret is not True and backend == "local" and (
+            fresh or _nothing_measured_yet(old_out or root, kernel)):
+        children.start_early()  # first: the imports below start torch; see the helper
     import dataclasses
 
     from tritonbench_lab.devices import parse_gpus
@@ -188,6 +189,14 @@ def sweep(
             console.print(note)
     result = _run_with_progress(request, console)
     print_summary(result, request, Console())
+
+
+def _nothing_measured_yet(root: Path, kernel: str) -> bool:
+    """No rows of this kernel in the folder, for any GPU: a sweep there has work for certain,
+    so the children's server may start before torch is imported (which is what tells this
+    GPU's folder and the plan). Elsewhere it starts only once the plan finds work: its
+    imports beside the command's made a re-run with nothing to measure 1-2.5 s slower (H200)."""
+    return not any((Path(root) / "results").glob(f"*/{kernel}.csv"))
 
 
 def _say_interpreter(request, console: Console, given: bool) -> None:
