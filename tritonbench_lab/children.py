@@ -11,7 +11,9 @@ each child on request, which then starts in milliseconds with all of that alread
 The server never starts CUDA (importing these modules does not), so every child starts its
 own CUDA context as a spawned one would. `start_early` launches the server as the command
 begins, so that its imports run beside the command's own; a command that then finds nothing
-to measure stops it (`stop_early`).
+to measure stops it (`stop_early`). Beside the command's import it makes that one ~25%
+slower (H200), so the sweep starts it early only where it has work for certain; otherwise
+the first child starts it.
 
 The interpreter keeps `spawn`: Triton reads TRITON_INTERPRET when a kernel is defined, and
 the server's kernels were defined for the GPU. So does any platform without a fork server.
