@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -110,3 +111,38 @@ def test_a_sweep_where_rows_exist_starts_the_server_only_for_work(tmp_path):
     assert _early_start_seen(argv + ["--fresh"]) == ["torch imported: False"]
     assert _early_start_seen(["sweep", "softmax", "--dtype", "nonsense", "--root",
                               str(tmp_path)]) == ["torch imported: False"]
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie counts: in a container nobody may reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("interpret", [True, False], ids=["spawned", "forked-by-the-server"])
+def test_a_worker_whose_sweep_is_killed_does_not_linger(interpret, tmp_path):
+    """kill -9 of the sweep: its worker notices within seconds and exits, whether spawned or
+    forked by the server (whose OS child it is)."""
+    script = (
+        "import time\n"
+        "from tritonbench_lab.worker import Worker\n"
+        "if __name__ == '__main__':\n"
+        f"    worker = Worker(interpret={interpret})\n"
+        "    worker._start()\n"
+        "    print(worker._process.pid, flush=True)\n"
+        "    time.sleep(120)\n")
+    sweep = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             cwd=tmp_path)
+    try:
+        child = int(sweep.stdout.readline())
+        assert not _gone(child)
+    finally:
+        sweep.kill()
+        sweep.wait()
+    deadline = time.monotonic() + 30
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _gone(child)
