@@ -2,6 +2,7 @@
 
 import dataclasses
 import io
+import types
 
 from rich.console import Console
 
@@ -15,9 +16,17 @@ def record(status):
     return make("triton", "ROWS=1 num_warps=4", "64x1024", 1.0, status=status)
 
 
+def _fake_clock(monkeypatch, clock):
+    """The progress module's clock only: patching time.monotonic itself would hand the fake
+    to every thread of the test process (a compile pool's manager thread, left from an
+    earlier test, once ran out of it)."""
+    monkeypatch.setattr("tritonbench_lab.cli.progress.time",
+                        types.SimpleNamespace(monotonic=lambda: next(clock)))
+
+
 def test_skipped_rows_do_not_shorten_the_eta_and_counts_add_up(monkeypatch):
     clock = iter([0.0, 10.0, 10.0, 30.0])  # two measured attempts of 10 s and 20 s
-    monkeypatch.setattr("tritonbench_lab.cli.progress.time.monotonic", lambda: next(clock))
+    _fake_clock(monkeypatch, clock)
     progress = SweepProgress("softmax", Console(file=io.StringIO(), width=200))
     progress.planned(to_measure=4, to_skip=100, already_done=0, devices=1)
     fields = progress.progress.tasks[0].fields
@@ -41,7 +50,7 @@ def test_skipped_rows_do_not_shorten_the_eta_and_counts_add_up(monkeypatch):
 
 def test_each_phase_is_estimated_at_its_own_mean_and_devices_share_the_work(monkeypatch):
     clock = iter([0.0, 1.0, 1.0, 11.0])  # a first-pass attempt of 1 s, a contender of 10 s
-    monkeypatch.setattr("tritonbench_lab.cli.progress.time.monotonic", lambda: next(clock))
+    _fake_clock(monkeypatch, clock)
     progress = SweepProgress("matmul", Console(file=io.StringIO(), width=200))
     progress.planned(to_measure=11, to_skip=0, already_done=0, devices=2)
     task = Task("matmul", "triton", (64, 64, 64), "fp32", {"BLOCK_M": 16})
