@@ -30,27 +30,72 @@ def test_interpreter_children_are_spawned():
     assert children.context(interpret=True).get_start_method() == "spawn"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _in_a_fresh_process(body: str) -> str:
+    """Run `body` where no server has run yet and "a GPU is likely"; its stdout. (Here, a
+    server killed under other tests' finished children makes multiprocessing warn.)"""
+    script = ("import os, sys, time\n"
+              "from tritonbench_lab import children\n"
+              "children._GPU_NODES = ('/',)\n"
+              "server = children.multiprocessing.forkserver._forkserver\n"
+              "def alive(pid):\n"
+              "    try:\n"
+              "        os.kill(pid, 0)\n"
+              "    except ProcessLookupError:\n"
+              "        return False\n"
+              "    return True\n" + body)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
-def test_an_early_server_is_stopped_when_no_child_is_needed(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    monkeypatch.setattr(children, "_GPU_NODES", (os.getcwd(),))  # "a GPU is likely here"
-    children.stop_early()
-    server = children.multiprocessing.forkserver._forkserver
-    if server._forkserver_pid is not None:  # another test's server: stop it the same way
-        monkeypatch.setattr(children, "_started_early", True)
-        children.stop_early()
-    children.start_early()
-    pid = server._forkserver_pid
-    assert pid is not None and _alive(pid)
-    children.stop_early()  # returns at once: the server is killed, not waited for
-    assert server._forkserver_pid is None and not _alive(pid)
+def test_an_early_server_is_stopped_when_no_child_is_needed():
+    said = _in_a_fresh_process(
+        "children.start_early()\n"
+        "pid = server._forkserver_pid\n"
+        "print(pid is not None and alive(pid))\n"
+        "began = time.monotonic()\n"
+        "children.stop_early()\n"  # returns at once: killed, not waited for
+        "print(time.monotonic() - began < 2, server._forkserver_pid is None, alive(pid))\n")
+    assert said.split() == ["True", "True", "True", "False"]
+
+
+def test_a_server_asked_for_a_child_is_not_killed():
+    """Killed, it would leave its children running while multiprocessing took them for dead
+    (exit code 255, kill() a no-op)."""
+    said = _in_a_fresh_process(
+        "children.start_early()\n"
+        "pid = server._forkserver_pid\n"
+        "children.context(interpret=False)\n"  # a child is on its way
+        "children.stop_early()\n"
+        "print(alive(pid), server._forkserver_pid == pid)\n")
+    assert said.split() == ["True", "True"]
+
+
+def _mark(job):
+    return job.key, 0.0, "TLAB_MARK=" + os.environ.get("TLAB_MARK", "unset")
+
+
+def _no_start(kernel_modules):
+    pass
+
+
+def test_a_forked_child_has_the_commands_environment_now_not_the_servers(monkeypatch):
+    from tritonbench_lab.precompile import Job, precompile
+
+    children.context(interpret=False)  # the server runs from here on, with this environment
+    monkeypatch.setenv("TLAB_MARK", "set after the server started")
+    result = precompile([Job("add", (64,), "fp32", 0, {"BLOCK": 64})], processes=1,
+                        compile_fn=_mark, start_fn=_no_start)
+    assert result.first_error == "TLAB_MARK=set after the server started"
+
+
+@pytest.mark.parametrize("value", ["1", "true", "On"])
+def test_no_early_server_when_triton_would_interpret(value, monkeypatch):
+    monkeypatch.setattr(children, "_GPU_NODES", (os.getcwd(),))
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert not children.gpu_likely()
 
 
 def test_no_early_server_where_no_gpu_is_likely(monkeypatch):
@@ -80,15 +125,18 @@ def test_pool_processes_come_from_the_server():
 
 
 def _early_start_seen(argv: list[str]) -> list[str]:
-    """What the command said when it would start the server early, or [] if it did not."""
+    """What the command said when it launched the server early (the launch itself stubbed
+    out), or [] if it did not; "a GPU is likely here"."""
     script = (
-        "import sys\n"
+        "import sys, multiprocessing.forkserver as server\n"
         "from tritonbench_lab import children\n"
-        "children.start_early = lambda: print('torch imported:', 'torch' in sys.modules)\n"
+        "children._GPU_NODES = ('/',)\n"
+        "server.ensure_running = lambda: print('torch imported:', 'torch' in sys.modules)\n"
         "from tritonbench_lab.cli import main\n"
         f"main({argv!r})\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env=env)
     assert done.returncode == 2, done.stderr  # refused after the start, as bad input is
     return done.stdout.splitlines()
 

@@ -15,6 +15,10 @@ to measure stops it (`stop_early`). Beside the command's import it makes that on
 slower (H200), so the sweep starts it early only where it has work for certain; otherwise
 the first child starts it.
 
+A child's environment is the command's at the time the child starts (`environment`, applied
+by the child before anything reads it), not the server's copy from when the server started.
+The server ignores Ctrl-C from its start: the command handles it and stops the children.
+
 The interpreter keeps `spawn`: Triton reads TRITON_INTERPRET when a kernel is defined, and
 the server's kernels were defined for the GPU. So does any platform without a fork server.
 """
@@ -27,14 +31,14 @@ import multiprocessing
 import multiprocessing.forkserver
 import os
 import signal
-import threading
 
-# What the server imports before it forks anything. '__main__' first: a child of the `tlab`
-# script would otherwise import the script (and the command line behind it) again itself.
+# What the server imports before it forks anything. The command line too: a child of the
+# `tlab` script imports the script again (multiprocessing's rule for a main module), and
+# with its modules already imported that costs nothing.
 PRELOAD = [
-    "__main__",
     "torch",
     "triton",
+    "tritonbench_lab.cli",
     "tritonbench_lab.worker",
     "tritonbench_lab.precompile",
     "tritonbench_lab.timing",
@@ -54,34 +58,64 @@ PRELOAD = [
 _GPU_NODES = ("/dev/nvidiactl", "/dev/kfd")
 
 _started_early = False
+_used = False  # a child was asked of the server: from then on it is never killed here
 
 
 def has_fork_server() -> bool:
     return "forkserver" in multiprocessing.get_all_start_methods()
 
 
+def interpreting() -> bool:
+    """TRITON_INTERPRET as Triton reads it (1, true, yes or on)."""
+    return os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def gpu_likely() -> bool:
-    return (os.environ.get("TRITON_INTERPRET") != "1"
-            and any(os.path.exists(node) for node in _GPU_NODES))
+    return not interpreting() and any(os.path.exists(node) for node in _GPU_NODES)
 
 
 def context(interpret: bool):
     """The multiprocessing context for a child: the fork server on a GPU, else spawn."""
+    global _used
     if interpret or not has_fork_server():
         return multiprocessing.get_context("spawn")
-    _preload()
+    _launch()
+    _used = True
     return multiprocessing.get_context("forkserver")
 
 
-def _preload() -> None:
-    """Before the server starts: what it imports, and what its children must inherit from
-    the environment (the server's copy of it is theirs)."""
-    server = multiprocessing.forkserver._forkserver
-    if getattr(server, "_forkserver_pid", None) is None:
-        from tritonbench_lab.precompile import pin_triton_cache_dir
+def environment() -> dict[str, str]:
+    """What a child applies first (`apply`): the command's environment now."""
+    return dict(os.environ)
 
-        pin_triton_cache_dir()
-        multiprocessing.set_forkserver_preload(PRELOAD)
+
+def apply(env: dict[str, str] | None) -> None:
+    """In a child: take the command's environment (a forked child has the server's)."""
+    if env is not None and env != os.environ:
+        os.environ.clear()
+        os.environ.update(env)
+
+
+def _running(server) -> bool:
+    return getattr(server, "_forkserver_pid", None) is not None
+
+
+def _launch() -> None:
+    """Start the server unless it runs: what it imports, the Triton cache its children
+    share, and Ctrl-C blocked in it from the start (a mask, unlike a handler, is kept across
+    the exec and works from any thread)."""
+    server = multiprocessing.forkserver._forkserver
+    if _running(server):
+        return
+    from tritonbench_lab.precompile import pin_triton_cache_dir
+
+    pin_triton_cache_dir()
+    multiprocessing.set_forkserver_preload(PRELOAD)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def start_early() -> None:
@@ -90,26 +124,18 @@ def start_early() -> None:
     global _started_early
     if _started_early or not has_fork_server() or not gpu_likely():
         return
-    _preload()
-    # Ctrl-C reaches the whole process group; the server ignores it only once its imports
-    # are done (then the command stops it). An ignored signal stays ignored across exec.
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
-    try:
-        multiprocessing.forkserver.ensure_running()
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
+    _launch()
     _started_early = True
     atexit.register(stop_early)  # an error or Ctrl-C before any child: no lingering imports
 
 
 def stop_early() -> None:
-    """Stop a server that `start_early` launched, where the command found no child to start
-    (nothing to measure, or the interpreter after all): its imports would only compete with
-    the command's. Later children would start a new one."""
+    """Stop a server that `start_early` launched and no child was asked of (nothing to
+    measure, or the interpreter after all): its imports would only compete with the
+    command's. A server with children is left alone: killed, it would leave them running
+    while multiprocessing took them for dead; it exits by itself with the command."""
     global _started_early
-    if not _started_early:
+    if not _started_early or _used:
         return
     _started_early = False
     server = multiprocessing.forkserver._forkserver
@@ -119,4 +145,5 @@ def stop_early() -> None:
         return
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)  # it would finish its imports before it read a request
-    stop()  # closes its pipe and reaps it
+    with contextlib.suppress(OSError):
+        stop()  # closes its pipe and reaps it

@@ -109,6 +109,13 @@ def _start(kernel_modules: tuple[str, ...]) -> None:
     JITFunction.run = compile_only
 
 
+def _begin(env: dict[str, str], start_fn, kernel_modules: tuple[str, ...]) -> None:
+    """Pool process initialiser: the command's environment first (a process forked by the
+    server has the server's), then `start_fn`."""
+    children.apply(env)
+    start_fn(kernel_modules)
+
+
 def _compile(job: Job) -> tuple[Key, float, str]:
     """(key, seconds, error or ''): run the launcher once, which here only compiles."""
     from tritonbench_lab.kernels import get_spec
@@ -187,7 +194,8 @@ class CompilePool:
         self._finished = 0
         self._pool = futures.ProcessPoolExecutor(
             max_workers=self.processes, mp_context=children.context(interpret=False),
-            initializer=start_fn, initargs=(tuple(kernel_modules),))
+            initializer=_begin, initargs=(children.environment(), start_fn,
+                                          tuple(kernel_modules)))
 
     def submit(self, jobs: Iterable[Job], *, background: bool = False) -> None:
         """Queue jobs not seen before (a key given twice is compiled once): in timing

@@ -199,9 +199,10 @@ class _Child:
 
 
 def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: int,
-           visible: str | None = None) -> None:
+           visible: str | None = None, env: dict[str, str] | None = None) -> None:
     # Ctrl-C reaches the whole process group: the parent handles it and stops this child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    children.apply(env)  # the command's environment, not the fork server's old copy
     os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
     if visible is not None:  # before CUDA starts (torch starts it lazily): this GPU alone
         os.environ["CUDA_VISIBLE_DEVICES"] = visible
@@ -312,7 +313,7 @@ class Worker:
         self._process = self._context.Process(
             target=_serve,
             args=(self._inbox, self._outbox, self.kernel_modules, self.bench, self.interpret,
-                  os.getpid(), self.visible),
+                  os.getpid(), self.visible, children.environment()),
             daemon=True,
         )
         with _sigint_held():
@@ -367,7 +368,8 @@ class Worker:
         """Tell a started child to exit, without waiting for it (`stop` waits): a child takes
         about a second to give its CUDA context back, and several can do that at once."""
         process = self._process
-        if self._starter is None and process is not None and process.is_alive():
+        starting = self._starter is not None and self._starter.is_alive()
+        if not starting and process is not None and process.is_alive():
             with contextlib.suppress(OSError, ValueError):
                 self._inbox.put(None)
 

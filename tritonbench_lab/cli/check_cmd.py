@@ -52,11 +52,13 @@ def check(
         children.start_early()  # the timing workers' torch import runs beside this one's
     from tritonbench_lab.check import run_check
     from tritonbench_lab.cli.tables import print_table
-    from tritonbench_lab.env import fingerprint
+    from tritonbench_lab.env import INTERPRETER, fingerprint
     from tritonbench_lab.layout import Layout
 
     dtypes = known_dtypes(dtype)  # a misspelt dtype is refused, not silently unmatched
     backend = prepare(interpret, kernel_module)
+    if backend == INTERPRETER:
+        children.stop_early()  # the interpreter after all: no child of the server's
     report = run_check(Layout(root), backend=backend, fingerprint=fingerprint(backend),
                        kernels=split_list(kernel), dtypes=dtypes, tolerance=tolerance,
                        timing=timing, regret=regret, repeats=repeats,
