@@ -136,6 +136,7 @@ def test_gpus_option():
 def test_each_gpus_worker_sees_its_gpu_alone(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert visible_for("cuda:0", single=True) is None  # the one device inherits
+    assert visible_for("cuda:1", single=True) == "1"  # unless it is not the default one
     assert visible_for("cuda:1", single=False) == "1"
     assert visible_for("cpu:1", single=False) is None
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")  # numbers are relative, as in torch

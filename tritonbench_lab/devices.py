@@ -70,11 +70,12 @@ def parse_gpus(text: str | None, interpreting: bool, names: list[str] | None = N
 
 
 def visible_for(label: str, single: bool) -> str | None:
-    """CUDA_VISIBLE_DEVICES of a device's workers: None (inherit) for the only device or an
-    interpreter stand-in; else its entry in the parent's own CUDA_VISIBLE_DEVICES (device
-    numbers are relative to it, as in torch), or the number itself."""
+    """CUDA_VISIBLE_DEVICES of a device's workers: None (inherit) for an interpreter
+    stand-in, or for device 0 alone (the parent's own default); else its entry in the
+    parent's own CUDA_VISIBLE_DEVICES (device numbers are relative to it, as in torch), or
+    the number itself. (`--gpus 1` alone once inherited, and ran on device 0.)"""
     kind, _, index = label.partition(":")
-    if kind != "cuda" or single:
+    if kind != "cuda" or (single and int(index) == 0):
         return None
     inherited = os.environ.get("CUDA_VISIBLE_DEVICES")
     if inherited:
