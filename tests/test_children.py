@@ -194,3 +194,13 @@ def test_a_worker_whose_sweep_is_killed_does_not_linger(interpret, tmp_path):
     while not _gone(child) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _gone(child)
+
+
+def test_gpu_children_share_one_triton_cache(monkeypatch):
+    """Pinned before any child copies the environment: the pool compiles into the cache the
+    workers load from (Inductor would otherwise move a worker's)."""
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    children.context(interpret=True)
+    assert "TRITON_CACHE_DIR" not in os.environ  # the interpreter compiles nothing
+    children.context(interpret=False)
+    assert os.environ["TRITON_CACHE_DIR"] and children.environment()["TRITON_CACHE_DIR"]

@@ -269,7 +269,7 @@ def compile_ahead(files: list[Path], kernel_modules: tuple[str, ...],
     does, so that a cold Triton cache costs seconds, not a minute of compiles one after
     another (the first check on a fresh H200 timed out at 100 s)."""
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.precompile import Job, default_jobs, pin_triton_cache_dir, precompile
+    from tritonbench_lab.precompile import Job, default_jobs, precompile
 
     jobs = []
     for path in files:
@@ -286,5 +286,4 @@ def compile_ahead(files: list[Path], kernel_modules: tuple[str, ...],
             jobs.append(Job(w.kernel, tuple(verify_shape(spec, config).sizes), w.dtype, 0, config))
             if path.parent.name == timed_gpu:
                 jobs.append(Job(w.kernel, shape_sizes(w.shape), w.dtype, 0, config))
-    pin_triton_cache_dir()
     precompile(jobs, processes=default_jobs(), kernel_modules=kernel_modules)

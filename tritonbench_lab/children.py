@@ -75,8 +75,14 @@ def gpu_likely() -> bool:
 
 
 def context(interpret: bool):
-    """The multiprocessing context for a child: the fork server on a GPU, else spawn."""
+    """The multiprocessing context for a child: the fork server on a GPU, else spawn. On a
+    GPU the Triton cache is pinned first, so that every child (each copies the command's
+    environment) shares the one the pool compiles into."""
     global _used
+    if not interpret:
+        from tritonbench_lab.precompile import pin_triton_cache_dir
+
+        pin_triton_cache_dir()
     if interpret or not has_fork_server():
         return multiprocessing.get_context("spawn")
     _launch()
@@ -101,15 +107,11 @@ def _running(server) -> bool:
 
 
 def _launch() -> None:
-    """Start the server unless it runs: what it imports, the Triton cache its children
-    share, and Ctrl-C blocked in it from the start (a mask, unlike a handler, is kept across
-    the exec and works from any thread)."""
+    """Start the server unless it runs: what it imports, and Ctrl-C blocked in it from the
+    start (a mask, unlike a handler, is kept across the exec and works from any thread)."""
     server = multiprocessing.forkserver._forkserver
     if _running(server):
         return
-    from tritonbench_lab.precompile import pin_triton_cache_dir
-
-    pin_triton_cache_dir()
     multiprocessing.set_forkserver_preload(PRELOAD)
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
@@ -139,11 +141,10 @@ def stop_early() -> None:
         return
     _started_early = False
     server = multiprocessing.forkserver._forkserver
-    pid = getattr(server, "_forkserver_pid", None)
     stop = getattr(server, "_stop", None)
-    if pid is None or stop is None:
+    if not _running(server) or stop is None:
         return
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)  # it would finish its imports before it read a request
+    with contextlib.suppress(OSError):  # it would finish its imports before it read a request
+        os.kill(server._forkserver_pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         stop()  # closes its pipe and reaps it

@@ -70,9 +70,10 @@ def config_major(jobs: Iterable[Job]) -> list[Job]:
 
 def pin_triton_cache_dir() -> None:
     """Set TRITON_CACHE_DIR to Triton's own default when it is unset, before the pool and the
-    worker start (they inherit it). Inductor (the torch.compile baselines) otherwise points
-    it at a folder of its own in the worker the first time it compiles, and every config
-    compiled ahead is then compiled again (seen on the H200: 266 configs recompiled)."""
+    worker start (children.context does; they copy it). Inductor (the torch.compile
+    baselines) otherwise points it at a folder of its own in the worker the first time it
+    compiles, and every config compiled ahead is then compiled again (seen on the H200: 266
+    configs recompiled)."""
     os.environ.setdefault("TRITON_CACHE_DIR", str(Path.home() / ".triton" / "cache"))
 
 
@@ -192,8 +193,9 @@ class CompilePool:
         self._lock = threading.RLock()
         self._began = time.monotonic()
         self._finished = 0
+        context = children.context(interpret=False)  # before the environment is copied
         self._pool = futures.ProcessPoolExecutor(
-            max_workers=self.processes, mp_context=children.context(interpret=False),
+            max_workers=self.processes, mp_context=context,
             initializer=_begin, initargs=(children.environment(), start_fn,
                                           tuple(kernel_modules)))
 

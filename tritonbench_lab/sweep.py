@@ -45,7 +45,7 @@ from tritonbench_lab.plan import (
     plan,
     task_key,
 )
-from tritonbench_lab.precompile import CompilePool, Job, config_major, pin_triton_cache_dir
+from tritonbench_lab.precompile import CompilePool, Job, config_major
 from tritonbench_lab.records import (
     CONFIRM,
     CONTEND,
@@ -391,7 +391,6 @@ def start_pool(request: SweepRequest, tasks: list[Task],
     cores less one per device: the pool runs while the devices' workers time)."""
     if request.interpret or request.jobs < 2:
         return None
-    pin_triton_cache_dir()
     pool = CompilePool(request.jobs, kernel_modules=request.kernel_modules,
                        stall_s=request.timeouts.first_call_s, progress=events.compiling)
     pool.submit(config_major(Job.of(t) for t in tasks))

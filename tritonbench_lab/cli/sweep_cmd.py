@@ -192,11 +192,15 @@ def sweep(
 
 
 def _nothing_measured_yet(root: Path, kernel: str) -> bool:
-    """No rows of this kernel in the folder, for any GPU: a sweep there has work for certain,
-    so the children's server may start before torch is imported (which is what tells this
-    GPU's folder and the plan). Elsewhere it starts only once the plan finds work: its
-    imports beside the command's made a re-run with nothing to measure 1-2.5 s slower (H200)."""
-    return not any((Path(root) / "results").glob(f"*/{kernel}.csv"))
+    """No rows of this kernel in the folder, for any GPU (layout.py): a sweep there has work
+    for certain, so the children's server may start before torch is imported (which is what
+    tells this GPU's folder and the plan). Elsewhere it starts only once the plan finds work:
+    its imports beside the command's made a re-run with nothing to measure 1-2.5 s slower
+    (H200)."""
+    from tritonbench_lab.layout import Layout
+
+    layout = Layout(root)
+    return not any(layout.results_file(slug, kernel).exists() for slug in layout.gpu_slugs())
 
 
 def _say_interpreter(request, console: Console, given: bool) -> None:
