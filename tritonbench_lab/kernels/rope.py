@@ -61,13 +61,18 @@ INTERPRETER_HEADS, INTERPRETER_HEAD_DIM = 2, 64  # a single size in the interpre
 
 
 @triton.jit
-def _rotate_heads(x_ptr, o_ptr, x_token, o_token, heads, stride_xh, stride_oh, cols, half,
-                  mask, c, sn):
-    """Rotate the HEADS x half pairs of one token's heads of x into o."""
+def _load_halves(x_ptr, x_token, heads, stride_xh, cols, half, mask):
+    """The two halves of one token's HEADS heads of x, in fp32."""
     x_at = x_ptr + x_token + heads[:, None] * stride_xh + cols[None, :]
-    o_at = o_ptr + o_token + heads[:, None] * stride_oh + cols[None, :]
     x1 = tl.load(x_at, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(x_at + half, mask=mask, other=0.0).to(tl.float32)
+    return x1, x2
+
+
+@triton.jit
+def _store_rotated(o_ptr, o_token, heads, stride_oh, cols, half, mask, x1, x2, c, sn):
+    """Both halves of the rotated pairs into o."""
+    o_at = o_ptr + o_token + heads[:, None] * stride_oh + cols[None, :]
     tl.store(o_at, (x1 * c - x2 * sn).to(o_ptr.dtype.element_ty), mask=mask)
     tl.store(o_at + half, (x2 * c + x1 * sn).to(o_ptr.dtype.element_ty), mask=mask)
 
@@ -103,11 +108,17 @@ def rope_kernel(
         sn = tl.load(sin_ptr + s * stride_cs + cols, mask=cols < width, other=0.0)
         c, sn = c.to(tl.float32)[None, :], sn.to(tl.float32)[None, :]
         mask = (heads[:, None] < n_heads) & (cols[None, :] < width)
+        # Every load of the token before its first store: a store may alias a later load
+        # (nothing tells the compiler otherwise), so k's loads placed after q's stores wait
+        # for q's round trip to memory first. At one decode token that second round trip was
+        # the whole gap to torch.compile (BENCHMARKS.md, rope).
+        q1, q2 = _load_halves(q_ptr, b * stride_qb + s * stride_qs, heads, stride_qh, cols,
+                              half, mask)
+        k1, k2 = _load_halves(k_ptr, b * stride_kb + s * stride_ks, heads, stride_kh, cols,
+                              half, mask)
         o_token = b * stride_ob + s * stride_os
-        _rotate_heads(q_ptr, qo_ptr, b * stride_qb + s * stride_qs, o_token, heads, stride_qh,
-                      stride_oh, cols, half, mask, c, sn)
-        _rotate_heads(k_ptr, ko_ptr, b * stride_kb + s * stride_ks, o_token, heads, stride_kh,
-                      stride_oh, cols, half, mask, c, sn)
+        _store_rotated(qo_ptr, o_token, heads, stride_oh, cols, half, mask, q1, q2, c, sn)
+        _store_rotated(ko_ptr, o_token, heads, stride_oh, cols, half, mask, k1, k2, c, sn)
 
 
 # One program per (token, head) on one warp: what one writes before tuning, and kept at
