@@ -317,6 +317,32 @@ def test_check_divides_a_slower_gpu_out_but_not_a_slower_winner(
         assert "relative to the PyTorch op" in item.failure(0.10)
 
 
+@pytest.mark.parametrize("now_us, fails", [
+    (4.6, False),  # 1.15x, but 0.6 us: what unchanged code moves between two H200s
+    (5.2, True),  # 1.30x and 1.2 us: past both
+    (4.3, False),  # within the tolerance
+])
+def test_a_few_microseconds_slower_is_not_a_regression_at_the_launch_floor(
+        monkeypatch, now_us, fails):
+    """A 4 us winner (rope at one decode token) is judged on the tolerance and on an
+    absolute floor: no op recorded here, so only the plain ratio and the floor decide."""
+    from tritonbench_lab import worker
+    from tritonbench_lab.records import replace
+    from tritonbench_lab.retime import NOISE_FLOOR_MS, retime
+    from tritonbench_lab.store import load_winners
+
+    base = load_winners(REPO / "configs" / "nvidia-h200" / "rope.csv")[0]
+    row = replace(base, p50_ms=0.004, op_p50_ms=None, method="cudagraph")
+    monkeypatch.setattr(worker, "Worker", _ScriptedWorker)
+    _ScriptedWorker.times, _ScriptedWorker.calls = {"triton": now_us / 1000}, []
+    item = retime([(Path("rope.csv"), 2, row)], 0.10, repeats=4)[0]
+    assert item.ratio == pytest.approx(now_us / 4.0)
+    assert bool(item.failure(0.10)) == fails
+    assert len(item.samples) == (4 if fails else 2)  # only a failing winner is timed again
+    if fails:
+        assert f"{1000 * NOISE_FLOOR_MS:g} us at least" in item.failure(0.10)
+
+
 def test_check_starts_one_fresh_worker_per_pass_for_all_files(monkeypatch):
     from tritonbench_lab import worker
     from tritonbench_lab.records import replace

@@ -9,7 +9,8 @@ version are reported as stale (a warning, not an error). On a GPU whose slug mat
 file's folder, each winner is timed again at its shape, with the budget its row was timed
 with, in several fresh worker processes, and the best of their medians must not be slower
 than recorded by more than the tolerance, relative to the PyTorch op where the row recorded
-it (retime.py says how, and how short kernels are judged).
+it, and by more than retime.NOISE_FLOOR_MS (retime.py says how, and how short kernels
+are judged).
 """
 
 from __future__ import annotations
