@@ -422,7 +422,7 @@ def test_the_source_hash_covers_the_kernel_modules_a_kernel_imports(monkeypatch)
     import hashlib
 
     from tritonbench_lab.kernels import get_spec, matmul_persistent
-    from tritonbench_lab.plan import _code_dump, source_hash
+    from tritonbench_lab.source import _code_dump, source_hash
 
     softmax = get_spec("softmax")
     one_file = _code_dump(ast.parse(Path(softmax.launch.__code__.co_filename).read_text()))
@@ -435,3 +435,35 @@ def test_the_source_hash_covers_the_kernel_modules_a_kernel_imports(monkeypatch)
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: (
         text + "\nEDITED = True\n" if self == persistent else real_read(self, *a, **k)))
     assert source_hash(matmul) != before
+
+
+_SNIPPET = '''
+"""A module docstring: not code."""
+import triton
+
+@triton.jit
+def kernel(x_ptr, n: int, BLOCK: "tl.constexpr" = 128):  # a comment: not code
+    """Neither is this."""
+    return f"{n!r:>4}" if n else x_ptr[0:BLOCK]
+
+
+class Spec:
+    rows: list[int] = []
+'''
+
+
+def test_the_source_hash_is_the_same_on_every_python():
+    """The same code must hash the same on CI's Python (3.11) and the GPU machine's (3.12):
+    ast.dump's text differs between them (3.12 adds type_params), and a sweep resumed on
+    the other Python measured everything again. This value was computed on 3.11.7 and
+    matches 3.12.1 and 3.13.0; another Python that writes the snippet's tree differently
+    fails here, not by silently measuring again."""
+    import ast
+    import hashlib
+
+    from tritonbench_lab.source import _code_dump
+
+    dump = _code_dump(ast.parse(_SNIPPET))
+    assert "docstring" not in dump and "comment" not in dump and "type_params" not in dump
+    assert _code_dump(ast.parse(_SNIPPET.replace("# a comment: not code", ""))) == dump
+    assert hashlib.sha256(dump.encode()).hexdigest()[:16] == "917a31f843717cb6"

@@ -11,12 +11,8 @@ config of the space, pruned ones marked with their reason.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import functools
-import hashlib
-import importlib.util
-import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +20,7 @@ from tritonbench_lab.env import Fingerprint
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.layout import Layout
 from tritonbench_lab.records import CONFIRM, CONTEND, KEY_COLUMNS, SWEEP, TRITON, Record
+from tritonbench_lab.source import source_hash
 from tritonbench_lab.space import DeviceLimits, Space, config_text, load_space
 from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype, throughput
 from tritonbench_lab.store import check_appendable
@@ -141,40 +138,6 @@ class SweepRequest:
 class Planned:
     task: Task
     skip_reason: str = ""  # non-empty: pruned, recorded as `skipped` without running
-
-
-def source_hash(spec: KernelSpec) -> str:
-    """A hash of the code of the file the kernel is defined in, and of the kernel modules of
-    this package it imports (matmul's persistent kernel lives beside it): after an edit of
-    that code, resume measures again instead of keeping numbers of the old code. Comments,
-    docstrings and layout do not count (the hash is of the syntax tree without docstrings),
-    so rewording them keeps every measurement."""
-    path = Path(inspect.getsourcefile(spec.launch) or "")
-    if not path.is_file():
-        return "unknown"
-    try:
-        tree = ast.parse(path.read_text())
-    except (SyntaxError, UnicodeDecodeError):
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:10]
-    dumps = [_code_dump(tree)]
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(KERNELS_PACKAGE):
-            found = importlib.util.find_spec(node.module)
-            if found and found.origin and Path(found.origin).is_file():
-                dumps.append(_code_dump(ast.parse(Path(found.origin).read_text())))
-    return hashlib.sha256("\n".join(dumps).encode()).hexdigest()[:10]
-
-
-KERNELS_PACKAGE = "tritonbench_lab.kernels."
-
-
-def _code_dump(tree: ast.Module) -> str:
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
 
 
 def parse_dtypes(spec: KernelSpec, texts: list[str] | None, interpreting: bool) -> list:
