@@ -235,9 +235,11 @@ def _gpu_limits():
     return device_limits("cuda")
 
 
-def test_a_search_gives_the_pool_its_shape_space_behind_its_batches(monkeypatch):
+@pytest.mark.parametrize("budget", [None, 2])
+def test_a_search_gives_the_pool_its_shape_space_behind_its_batches(monkeypatch, budget):
     """A search's batch goes to the pool as wanted now, after the rest of the shape's
-    space (not measured yet) went in the background."""
+    space (not measured yet) went in the background; a capped search (`random:2`) times
+    two configs at most, and gives the pool nothing it will not time."""
     from types import SimpleNamespace
 
     from tritonbench_lab import sweep
@@ -252,7 +254,7 @@ def test_a_search_gives_the_pool_its_shape_space_behind_its_batches(monkeypatch)
 
     blocks = (16, 32, 64, 128)
     request = SimpleNamespace(search="random", space=Space(params={"BLOCK": blocks}),
-                              search_budget=2, seed=0)
+                              search_budget=budget, seed=0)
     run = SimpleNamespace(request=request, pool=Pool(), rows={},
                           is_done=lambda task: task.config["BLOCK"] == 128,  # measured before
                           queued=lambda count, phase: None)
@@ -260,6 +262,7 @@ def test_a_search_gives_the_pool_its_shape_space_behind_its_batches(monkeypatch)
     pipeline = sweep.first_pass(run, ("fp32", "64"), [{"BLOCK": b} for b in blocks],
                                 lambda config: Task("k", "triton", (64,), "fp32", config, 0))
     batch = next(pipeline)
-    assert calls[0] == ([16, 32, 64], True)
+    if budget is None:
+        assert calls.pop(0) == ([16, 32, 64], True)
     proposed = [t.config["BLOCK"] for t in batch.tasks]
-    assert calls[1] == (proposed, False) and proposed and 128 not in proposed
+    assert calls == [(proposed, False)] and proposed and 128 not in proposed
