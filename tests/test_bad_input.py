@@ -84,6 +84,14 @@ def _afile(tmp: Path) -> None:
     (tmp / "afile").write_text("a regular file, not a folder\n")
 
 
+def _h200_configs(tmp: Path) -> None:
+    """The committed H200 configs alone: the repository's own configs/ also holds an
+    interpreter folder once `make sweep` ran there without a GPU."""
+    import shutil
+
+    shutil.copytree(REPO / "configs" / "nvidia-h200", tmp / "configs" / "nvidia-h200")
+
+
 def _module(text: str):
     def setup(tmp: Path) -> None:
         (tmp / "kernels.py").write_text(text)
@@ -247,8 +255,9 @@ CASES = [
     case("explain-shape-wrong-count", ["explain", "matmul", "--shape", "64x64"],
          ["matmul shapes have 3 sizes (MxNxK)"]),
     case("explain-unknown-gpu", ["explain", "matmul", "--shape", "64x64x64", "--root",
-                                 str(REPO), "--gpu-name", "nope"],
-         ["no configs for matmul of GPU 'nope'", "GPUs with some are nvidia-h200"]),
+                                 "{tmp}", "--gpu-name", "nope"],
+         ["no configs for matmul of GPU 'nope'", "GPUs with some are nvidia-h200"],
+         setup=_h200_configs),
     case("explain-no-configs", ["explain", "matmul", "--shape", "64x64x64", "--root", "{tmp}"],
          ["no configs for matmul under"]),
     case("ops-bench-unknown-kernel", ["ops-bench", "--kernel", "nope"],
