@@ -21,14 +21,16 @@ from tritonbench_lab.cli.options import (
     prepare,
     split_list,
 )
+from tritonbench_lab.retime import NOISE_FLOOR_MS
 
 
 def check(
     root: Root = Path("."),
     tolerance: Annotated[float, typer.Option(
         "--tolerance", min=0.0, help="On a matching GPU: how much slower than recorded a "
-        "winner may time (0.10 = 10%) before the check fails; a slowdown of 1 us or less "
-        "always passes (the launch floor of a few-us kernel moves that much).")] = 0.10,
+        "winner may time (0.10 = 10%) before the check fails; a slowdown of "
+        f"{1000 * NOISE_FLOOR_MS:g} us or less always passes (the launch floor of a few-us "
+        "kernel moves that much between two GPUs of one model).")] = 0.10,
     timing: Annotated[bool, typer.Option(
         "--timing/--no-timing", help="On a GPU that matches a file's folder, time its winners "
         "again (default) or only check them.")] = True,
