@@ -99,7 +99,7 @@ def test_a_winners_ratios_come_from_its_own_run_on_its_own_gpu():
 # --- which rows are re-timed -----------------------------------------------------------------
 
 def test_leaders_to_confirm_are_the_fastest_configs_and_every_baseline():
-    from tritonbench_lab.sweep import leaders_to_confirm
+    from tritonbench_lab.contenders import leaders_to_confirm
 
     rows = [row("torch", "", 2.0), row("compiled", "", 1.9), row(config="w=1", p50=1.2),
             row(config="w=2", p50=1.0), row(config="w=4", p50=1.1),
@@ -116,7 +116,7 @@ def test_leaders_to_confirm_are_the_fastest_configs_and_every_baseline():
 def test_after_a_short_first_pass_the_leaders_are_among_the_contenders():
     """A first-pass time (5 ms of do_bench, often at the boost clock) is not comparable with
     a contender's full-budget one: a config left out of the contenders must not lead."""
-    from tritonbench_lab.sweep import leaders_to_confirm
+    from tritonbench_lab.contenders import leaders_to_confirm
 
     rows = [row("torch", "", 2.0), row(config="w=1", p50=1.0), row(config="w=2", p50=1.01),
             row(config="w=4", p50=1.08), row(config="w=1", p50=1.10, phase="contend"),

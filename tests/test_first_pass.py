@@ -60,7 +60,7 @@ def test_a_contend_row_replaces_the_first_pass_and_a_confirmation_replaces_both(
     assert standing([a1, b1, a2, a3]) == [b1, a3]
 
 
-def scripted(tmp_path, monkeypatch, times, first_rep_ms=5, **options):
+def scripted(tmp_path, monkeypatch, times, first_rep_ms=5, log=None, **options):
     import torch
     from test_sweep import request_for
 
@@ -69,7 +69,7 @@ def scripted(tmp_path, monkeypatch, times, first_rep_ms=5, **options):
     from tritonbench_lab.kernels.softmax import SPEC
     from tritonbench_lab.store import load_records, load_winners
 
-    log: list[str] = []
+    log = [] if log is None else log
     worker = ScriptedWorker(times, log)
     monkeypatch.setattr(devices, "Worker", lambda *a, **k: log.append("new") or worker)
     space = SPEC.space.narrow({"ROWS": (1,), "num_warps": WIDTHS, "PER_SM": (0,),
@@ -98,6 +98,53 @@ def test_only_contenders_get_the_full_budget_and_the_winner_is_confirmed(tmp_pat
     phases = [(r.phase, r.rep_ms) for r in rows if r.provider == "triton"]
     assert phases == [("sweep", 5)] * 4 + [("contend", 100)] * 2 + [("confirm", 100)]
     assert (winner.config.split()[1], winner.p50_ms, winner.rep_ms) == ("num_warps=2", 1.0, 100)
+
+
+def test_contenders_the_confirmation_covers_go_to_it_directly(tmp_path, monkeypatch):
+    # Two contenders (w=1, w=2) and two confirmations: a full-budget pass over them would
+    # decide nothing, so there is none, and no other config can lead the confirmation.
+    times = {b: [2.0, 2.1] for b in BASELINES}
+    times |= {"w=1": [1.00, 1.20], "w=2": [1.01, 1.10], "w=4": [1.30], "w=8": [2.5]}
+    log, rows, winner, budgets = scripted(tmp_path, monkeypatch, times, confirm=2)
+    work = [e for e in log if e not in ("new", "start", "stop")]
+    # w=4's first pass (1.30) beats both confirmations, but it was no contender.
+    assert work == [*BASELINES, "w=1", "w=2", "w=4", "w=8", "w=1", "w=2", *BASELINES]
+    assert not any(r.phase == CONTEND for r in rows)
+    assert [b.rep_ms for b in budgets] == [100] * 3 + [5] * 4 + [100] * 5
+    assert (winner.config.split()[1], winner.p50_ms) == ("num_warps=2", 1.10)
+
+
+def test_a_search_proposes_to_the_pool_before_its_baselines_are_timed(tmp_path, monkeypatch):
+    # So that the pool compiles a search's first batch while the device times its baselines.
+    from tritonbench_lab import sweep as sweep_mod
+
+    log: list[str] = []
+
+    class Pool:  # stands in for the compile pool: records what it is given, and when
+        processes = 2
+        result = type("R", (), {"summary": lambda self, n: ""})()
+
+        def submit(self, jobs, background=False):
+            log.append(f"submit {len(list(jobs))}")
+
+        def ready(self, key):
+            return True
+
+        def wait(self, key):
+            return None
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(sweep_mod, "start_pool", lambda *a: Pool())
+    times = {b: [2.0, 2.1] for b in BASELINES}
+    times |= {"w=1": [1.00, 1.20], "w=2": [1.01, 1.10], "w=4": [1.30], "w=8": [2.5]}
+    _, rows, winner, _ = scripted(tmp_path, monkeypatch, times, confirm=2, search="random",
+                                  search_budget=4, log=log)
+    work = [e for e in log if e not in ("new", "start", "stop")]
+    assert work[:4] == ["submit 4", *BASELINES]
+    assert sorted(work[4:8]) == ["w=1", "w=2", "w=4", "w=8"]
+    assert (winner.config.split()[1], winner.p50_ms) == ("num_warps=2", 1.10)
 
 
 def test_a_finished_first_pass_sweep_run_again_measures_nothing(tmp_path, monkeypatch):

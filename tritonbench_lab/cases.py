@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 # Cases kept, the current one included, while this process holds less than this share of
 # the GPU's memory.
-CASES_KEPT = 4
+CASES_KEPT = 8
 CASES_MEMORY_SHARE = 0.25
 
 

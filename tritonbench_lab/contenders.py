@@ -27,7 +27,7 @@ contenders cost 512^3 and 2048^3 about 4 s each. No torch, no triton.
 
 from __future__ import annotations
 
-from tritonbench_lab.records import CONTEND, OK, SWEEP, TRITON, Record
+from tritonbench_lab.records import CONTEND, OK, SWEEP, TRITON, Record, standing
 
 MARGIN = 0.05
 MAX_CONTENDERS = 8
@@ -62,3 +62,39 @@ def _high(row: Record) -> float:
 def contended(rows: list[Record]) -> set[str]:
     """Configs that already have a full-budget time (a `contend` row)."""
     return {r.config for r in rows if r.phase == CONTEND and r.provider == TRITON}
+
+
+def leaders_to_confirm(rows: list[Record], count: int,
+                       only: set[str] | None = None) -> list[Record]:
+    """Of one toolchain's rows for one dtype and shape, those whose config or baseline to
+    re-time: the `count` fastest Triton configs and every baseline, unless confirmed already
+    (Triton configs first: a round cut short leaves its baselines unconfirmed, which is how
+    a later run knows to confirm the shape). Confirmed leaders that came out slower let
+    others into the top `count`: the next round. Where a short first pass had contenders,
+    the leaders are among them (`only`: the contenders, when none was timed again)."""
+    if count <= 0:
+        return []
+    fastest: dict[tuple[str, ...], Record] = {}  # per key; --fresh can leave several rows
+    rows = standing(rows)
+    if only is not None:
+        rows = [r for r in rows if r.provider != TRITON or r.config in only]
+    if any(r.phase == CONTEND and r.provider == TRITON for r in rows):
+        # Once the contenders have full-budget times, only they can lead: a first-pass time
+        # is not comparable with theirs (a short budget, often at the boost clock of a GPU
+        # that had idled: 8192^3 first passes ran ~5% faster), and contenders.py judged the
+        # others unable to win.
+        rows = [r for r in rows if r.provider != TRITON or r.phase != SWEEP]
+    for r in rows:
+        if r.status == OK and r.p50_ms and (
+                r.key() not in fastest or r.p50_ms < fastest[r.key()].p50_ms):
+            fastest[r.key()] = r
+    ranked = sorted((r for r in fastest.values() if r.provider == TRITON), key=lambda r: r.p50_ms)
+    wanted = ranked[:count] + [r for r in fastest.values() if r.provider != TRITON]
+    return [r for r in wanted if not r.confirmed]
+
+
+def confirmation_unfinished(rows: list[Record]) -> bool:
+    """True when a shape's rows have no confirmations, or a baseline timed ok has none."""
+    confirmed = {r.provider for r in rows if r.confirmed}
+    timed = {r.provider for r in rows if r.status == OK and r.p50_ms}
+    return not confirmed or any(p != TRITON and p not in confirmed for p in timed)

@@ -14,10 +14,11 @@ done. Here each device runs in its own thread, taking the next task it may take:
 A device with nothing it may take opens the next pipeline, so shapes overlap when there is
 more than one device. With a `ready` test (the compile pool's: is this task's kernel
 compiled yet?), a device takes the first ready task of the open pipelines, earliest pipeline
-first, and opens further pipelines (up to `lookahead` open at once) before it would wait on a
-compile: while the pool compiles, one GPU times each compiled config at every shape instead
-of waiting at the first. One device needs no threads: everything runs in the caller's thread
-(Ctrl-C then reaches the measurement directly).
+first, with up to `lookahead` pipelines open at once (opened as soon as they may be, so that
+each hands its first configs to the pool at once): while the pool compiles, one GPU times
+each compiled config at every shape instead of waiting at the first. One device needs no
+threads: everything runs in the caller's thread (Ctrl-C then reaches the measurement
+directly).
 """
 
 from __future__ import annotations
@@ -115,6 +116,11 @@ class Scheduler:
     def _take(self, device) -> tuple[_Open, Task] | None:
         with self._cond:
             while not self.stopping:
+                # With a compile pool, every pipeline that may be open is: a search hands
+                # its first proposals to the pool when its pipeline opens.
+                while (self._ready is not None and len(self._open) < self._lookahead
+                       and self._open_next()):
+                    pass
                 mine = [s for s in self._open if s.waiting and (
                     not s.batch.pinned or s.home in (None, device))]
                 chosen = self._first_ready(mine)

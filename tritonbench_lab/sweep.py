@@ -8,7 +8,8 @@ Per dtype and shape (a pipeline, schedule.py), on one or more devices (devices.p
    batches, search.py), verified and timed with the first pass's budget (`--first-rep-ms`;
    without one, the full budget), spread over every device;
 4. the contenders (contenders.py): the configs whose first-pass time could plausibly beat
-   the leader's, timed again with the full budget on the home device (phase `contend`);
+   the leader's, timed again with the full budget on the home device (phase `contend`),
+   unless the confirmation will time them all anyway (no more than `confirm` of them);
 5. the confirmation: in a fresh worker process on the home device (new allocations, nothing
    left of the sweep), the `confirm` fastest configs and every baseline are verified and
    timed again, and winners are chosen by these times (records.standing says why). Leaders
@@ -35,7 +36,12 @@ from pathlib import Path
 
 from tritonbench_lab import children
 from tritonbench_lab.cases import CASES_KEPT
-from tritonbench_lab.contenders import contended, contenders
+from tritonbench_lab.contenders import (
+    confirmation_unfinished,
+    contended,
+    contenders,
+    leaders_to_confirm,
+)
 from tritonbench_lab.devices import make_devices
 from tritonbench_lab.plan import (
     Planned,
@@ -135,39 +141,6 @@ def make_record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome
     )
 
 
-def leaders_to_confirm(rows: list[Record], count: int) -> list[Record]:
-    """Of one toolchain's rows for one dtype and shape, those whose config or baseline to
-    re-time: the `count` fastest Triton configs and every baseline, unless confirmed already
-    (Triton configs first: a round cut short leaves its baselines unconfirmed, which is how
-    a later run knows to confirm the shape). Confirmed leaders that came out slower let
-    others into the top `count`: the next round. Where a short first pass had contenders,
-    the leaders are among them."""
-    if count <= 0:
-        return []
-    fastest: dict[tuple[str, ...], Record] = {}  # per key; --fresh can leave several rows
-    rows = standing(rows)
-    if any(r.phase == CONTEND and r.provider == TRITON for r in rows):
-        # Once the contenders have full-budget times, only they can lead: a first-pass time
-        # is not comparable with theirs (a short budget, often at the boost clock of a GPU
-        # that had idled: 8192^3 first passes ran ~5% faster), and contenders.py judged the
-        # others unable to win.
-        rows = [r for r in rows if r.provider != TRITON or r.phase != SWEEP]
-    for r in rows:
-        if r.status == OK and r.p50_ms and (
-                r.key() not in fastest or r.p50_ms < fastest[r.key()].p50_ms):
-            fastest[r.key()] = r
-    ranked = sorted((r for r in fastest.values() if r.provider == TRITON), key=lambda r: r.p50_ms)
-    wanted = ranked[:count] + [r for r in fastest.values() if r.provider != TRITON]
-    return [r for r in wanted if not r.confirmed]
-
-
-def confirmation_unfinished(rows: list[Record]) -> bool:
-    """True when a shape's rows have no confirmations, or a baseline timed ok has none."""
-    confirmed = {r.provider for r in rows if r.confirmed}
-    timed = {r.provider for r in rows if r.status == OK and r.p50_ms}
-    return not confirmed or any(p != TRITON and p not in confirmed for p in timed)
-
-
 class _Run:
     """One invocation's state: the rows so far per shape, the writer, the compile pool."""
 
@@ -244,24 +217,30 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
         return Task(request.spec.name, provider, shape.sizes, dtype, dict(config), request.seed,
                     request.bench_for(phase, provider, min(times, default=None)))
 
-    yield Batch([task({}, SWEEP, p.task.provider) for p in items
-                 if p.task.provider != TRITON and not run.is_done(p.task)], SWEEP)
     for p in items:
         if p.skip_reason and not run.is_done(p.task):
             run.keep(make_record(request, run.run_id, p.task, Outcome(SKIPPED, p.skip_reason)))
+    baselines = Batch([task({}, SWEEP, p.task.provider) for p in items
+                       if p.task.provider != TRITON and not run.is_done(p.task)], SWEEP)
     kept = [p.task.config for p in items if p.task.provider == TRITON and not p.skip_reason]
-    yield from first_pass(run, key, kept, lambda c: task(c, SWEEP))
+    yield from first_pass(run, key, kept, lambda c: task(c, SWEEP), baselines)
+    only = None  # the configs that may be confirmed, when the contend pass was skipped
     if request.first_bench is not None:
         mine = run.rows.get(key, [])
-        picks = [r for r in contenders(mine, always=max(1, request.confirm))
-                 if r.config not in contended(mine)]
-        run.queued(len(picks), CONTEND)
-        yield Batch([task(parse_config_text(r.config), CONTEND) for r in picks], CONTEND)
+        picks = contenders(mine, always=max(1, request.confirm))
+        if request.confirm >= len(picks) and not contended(mine):
+            # The confirmation times every contender in any case, so their full-budget
+            # times here would decide nothing (and cost ~0.25 s each).
+            only = {r.config for r in picks}
+        else:
+            picks = [r for r in picks if r.config not in contended(mine)]
+            run.queued(len(picks), CONTEND)
+            yield Batch([task(parse_config_text(r.config), CONTEND) for r in picks], CONTEND)
     if not request.confirm or (key not in run.measured_now
                                and not confirmation_unfinished(run.rows.get(key, []))):
         return
     for _ in range(1 + request.confirm):
-        leaders = leaders_to_confirm(run.rows.get(key, []), request.confirm)
+        leaders = leaders_to_confirm(run.rows.get(key, []), request.confirm, only)
         if not leaders:
             break
         run.queued(len(leaders), CONFIRM)
@@ -274,12 +253,15 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
         yield Batch([task(parse_config_text(c), CONFIRM) for c in stale], CONFIRM)
 
 
-def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of) -> Pipeline:
-    """Step 3: every config at once (exhaustive, compiled ahead at the start), or a search
-    strategy's batches, each compiled in the pool as it is proposed, ahead of the rest of
-    the shape's space, which the pool compiles in the background."""
+def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
+               baselines: Batch) -> Pipeline:
+    """Steps 1 and 3: the baselines, then every config at once (exhaustive, compiled ahead
+    at the start), or a search strategy's batches, each compiled in the pool as it is
+    proposed (the first before the baselines are timed, so that both go on at once), ahead of
+    the rest of the shape's space, which the pool compiles in the background."""
     request = run.request
     if request.search == "exhaustive":
+        yield baselines
         yield Batch([t for t in map(task_of, configs) if not run.is_done(t)], SWEEP, pinned=False)
         return
     from tritonbench_lab.search import SearchRequest, make_search
@@ -304,12 +286,17 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of) ->
                 measured[r.config] = p50 if old is None else min(old, p50 or old)
         proposals = search.propose(measured)
         if not proposals:
-            return
+            break
         todo = [t for t in map(task_of, proposals) if not run.is_done(t)]
         if run.pool is not None:
             run.pool.submit(Job.of(t) for t in todo)
         run.queued(len(todo), SWEEP)
+        if baselines is not None:
+            yield baselines
+            baselines = None
         yield Batch(todo, SWEEP, pinned=False)
+    if baselines is not None:  # the search proposed nothing (all timed before)
+        yield baselines
 
 
 def prior_winners(request: SweepRequest, dtype: str, shape: str) -> tuple[dict, ...]:
