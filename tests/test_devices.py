@@ -107,6 +107,25 @@ def test_one_device_times_what_is_compiled_at_the_next_shapes_instead_of_waiting
     assert plain[:3] == ["A-base", "A-0", "A-1"] and plain.index("B-base") > plain.index("A-c2")
 
 
+def test_with_a_compile_pool_every_pipeline_up_to_the_lookahead_opens_before_any_task():
+    """A search hands its first proposals to the pool when its pipeline opens (sweep.py):
+    so all pipelines the lookahead allows open before the device takes its first task."""
+    opened, order = [], []
+
+    def opening(shape):
+        opened.append(shape)
+        yield Batch([task(f"{shape}-0")], "sweep", pinned=False)
+
+    def measure(device, t, phase):
+        order.append((t.config["X"], list(opened)))
+        return (t.config["X"], device.label)
+
+    Scheduler((opening(s) for s in "ABCD"), [FakeDevice("d0")], measure,
+              ready=lambda t: True, lookahead=3).run()
+    assert order[0] == ("A-0", ["A", "B", "C"])  # D waits for a free place
+    assert [name for name, _ in order] == ["A-0", "B-0", "C-0", "D-0"]
+
+
 def test_an_error_in_a_device_thread_reaches_the_caller():
     def measure(device, t, phase):
         raise RuntimeError(f"boom on {device.label}")
