@@ -106,7 +106,7 @@ class _Child:
             load_kernel_module(path)
         self.bench = bench
         self.notify = notify or (lambda: None)  # tells the parent the first call returned
-        self.interpreting = os.environ.get("TRITON_INTERPRET") == "1"
+        self.interpreting = children.interpreting()  # as _serve set it, read by one rule
         self.device = "cpu" if self.interpreting else "cuda"
         self.case_key = None
         self.inputs = None
