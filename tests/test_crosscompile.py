@@ -49,3 +49,13 @@ def test_covering_configs_hold_every_value_of_every_parameter():
     assert len(chosen) == 3  # three values of A need three configs, and three suffice
     for key in ("A", "B", "C"):
         assert {c[key] for c in chosen} == {c[key] for c in configs}
+
+
+def test_covering_configs_skip_values_compiled_at_an_earlier_shape():
+    """compile_errors walks the small shapes in turn: at a later shape only the values no
+    earlier shape compiled need a config (layernorm's walked tiles, kept only where rows are
+    wider than a tile)."""
+    configs = [{"A": a, "B": b} for a in (1, 2, 3) for b in (0, 1)]
+    assert covering_configs(configs, covered={("A", 1), ("A", 2), ("B", 0), ("B", 1)}) == [
+        {"A": 3, "B": 0}]
+    assert covering_configs(configs, covered={(k, v) for c in configs for k, v in c.items()}) == []
