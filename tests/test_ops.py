@@ -167,7 +167,7 @@ def test_ops_layernorm_rope_add_are_correct_either_way(configs, device, tuned_he
     if tuned_here:
         for kernel, shape, config in (
                 ("layernorm", f"{rows}x{cols}", "ROWS=1 num_warps=4 TILE_COLS=0"),
-                ("rope", "x".join(map(str, q_shape)), "HEADS=2 TOKENS=2 num_warps=1"),
+                ("rope", "x".join(map(str, q_shape)), "BLOCK=128 num_warps=1"),
                 ("add", str(n), "BLOCK=1024 num_warps=4")):
             write_winners(configs / SLUG / f"{kernel}.csv", [
                 winner(shape, config, dtype="fp32", kernel=kernel, op_p50_ms=2.0)])

@@ -7,7 +7,7 @@ from kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.rope import SPEC, rope, rope_tables, torch_rope
-from tritonbench_lab.space import HOPPER, next_power_of_2
+from tritonbench_lab.space import HOPPER
 from tritonbench_lab.spec import Shape
 from tritonbench_lab.verify import check, poison
 
@@ -15,10 +15,10 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 DTYPE_IDS = ["fp32", "fp16", "bf16"]
 LAYOUTS = ("fused", "contiguous", "seq_major")
 AWKWARD = [
-    ((1, 1, 5, 80), "fused"),  # one token; 5 heads; half 40 in a block of 64
+    ((1, 1, 5, 80), "fused"),  # one token; 5 heads; half 40: no vector of 4 is aligned
     ((1, 37, 3, 64), "fused"),  # odd seq, 3 heads: no block of heads > 1 divides them
     ((2, 5, 3, 96), "seq_major"),  # half 48 in a block of 64, seq stride > batch stride
-    ((1, 9, 4, 2), "contiguous"),  # head_dim 2: one pair a head, BLOCK_HALF 1
+    ((1, 9, 4, 2), "contiguous"),  # head_dim 2: one pair a head, 8 elements a position
     ((2, 7, 5, 128), "fused"),  # a real head width, 5 heads
     ((3, 3, 2, 80), "seq_major"),
     ((1, 11, 6, 48), "contiguous"),  # 6 heads, half 24
@@ -47,11 +47,11 @@ def _inputs(dims, layout: str, dtype, device: str, seed: int) -> dict:
 
 
 def _ragged(shape: Shape) -> dict:
-    """A block of heads wider than the heads, and TOKENS that leave the last program's block
-    of tokens partly past the end."""
-    tokens = shape["batch"] * shape["seq"]
-    return {"HEADS": min(64, next_power_of_2(shape["heads"] + 1)),
-            "TOKENS": 4 if tokens % 4 else 2, "num_warps": 1}
+    """A block that does not divide a position's heads x head_dim elements: the last program
+    of each position is partly past it (masked, not spilling into the next position)."""
+    token = shape["heads"] * shape["head_dim"]
+    block = next(b for b in SPEC.space.params["BLOCK"] if token % b)
+    return {"BLOCK": block, "num_warps": 1}
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -64,9 +64,9 @@ def test_rope_awkward_shapes_and_layouts(dims, layout, dtype, device):
     assert q.is_contiguous() == (layout == "contiguous" or dims[:2] == (1, 1))
     assert (q.stride(1) > q.stride(0)) == (layout == "seq_major" and dims[0] > 1)
     ragged = _ragged(shape)
-    assert ragged["HEADS"] > shape["heads"] and (shape["batch"] * shape["seq"]) % ragged["TOKENS"]
+    assert (shape["heads"] * shape["head_dim"]) % ragged["BLOCK"]
     kept, _ = SPEC.space.prune(dict(shape.dims), dtype.itemsize, HOPPER)
-    widest = max(kept, key=lambda c: (c["HEADS"] * c["TOKENS"], c["num_warps"]))
+    widest = max(kept, key=lambda c: (c["BLOCK"], c["num_warps"]))
     configs = configs_for(SPEC, shape, dtype)
     configs += [c for c in (widest, ragged) if c not in configs]
     assert len(configs) >= 3
@@ -167,15 +167,16 @@ def test_the_space_prunes_with_reasons_and_keeps_the_default():
     sizes = dict(_shape((1, 4096, 32, 128)).dims)
     kept, pruned = SPEC.space.prune(sizes, 2, HOPPER)
     why = [reason for _, reason in pruned]
-    assert SPEC.space.default in kept
-    assert any("HEADS=64 exceeds the 32 heads (padded to 32)" in w for w in why)
-    assert any("leave some of the" in w for w in why)
-    assert all(c["HEADS"] * 64 >= 32 * c["num_warps"] or c["num_warps"] == 1 for c in kept)
-    _, pruned = SPEC.space.prune(dict(_shape((1, 1, 32, 128)).dims), 2, HOPPER)
-    assert any("TOKENS=2 exceeds the 1 (batch, seq) positions" in w for _, w in pruned)
-    _, pruned = SPEC.space.prune(dict(_shape((1, 16, 64, 256)).dims), 2, HOPPER)
-    assert any("per thread (register spills)" in w for _, w in pruned)
-    for shape in SPEC.default_shapes + SPEC.small_shapes:
+    assert SPEC.space.default in kept and {"BLOCK": 4096, "num_warps": 8} in kept
+    assert any("leaves some of the 256 threads idle" in w for w in why)
+    assert any("more than 16 elements per thread" in w for w in why)
+    assert all(32 * c["num_warps"] <= c["BLOCK"] <= 16 * 32 * c["num_warps"] for c in kept)
+    # 3 heads of 64 (192 elements, padded to 256): blocks past 256 are all padding.
+    kept, pruned = SPEC.space.prune(dict(_shape((2, 37, 3, 64)).dims), 2, HOPPER)
+    assert max(c["BLOCK"] for c in kept) == 256
+    assert any("BLOCK=512 exceeds a position's 3 x 64 = 192 elements (padded to 256)" in w
+               for _, w in pruned)
+    for shape in SPEC.default_shapes + SPEC.small_shapes + tuple(_shape(d) for d, _ in AWKWARD):
         assert SPEC.space.why_pruned(SPEC.space.default, dict(shape.dims), 2, HOPPER) is None
 
 

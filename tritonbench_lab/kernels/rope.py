@@ -20,10 +20,18 @@ head_dim in all. Fewest bytes: read q and k, write q_out and k_out, read the tab
 4 * batch * seq * heads * head_dim * element size + 2 * seq * half * 4: bound by memory
 bandwidth (GB/s).
 
-A program takes TOKENS consecutive (batch, seq) positions, one after another, and a block of
-HEADS heads: it loads the position's cos and sin rows once (half padded to a power of two,
-masked) and rotates the HEADS x half halves of q and of k with them. One launch replaces the
-eager formulation's upcast, concatenation, negation, two multiplies and add per tensor.
+A program takes BLOCK consecutive elements of one (batch, seq) position's heads x head_dim
+outputs, as Inductor's pointwise kernel does over the whole tensor: each element loads
+itself and its rotation partner (element i +- half of its head; the partner load mostly
+hits L1, since the same program loads it as itself), and the cos and sin entry of its
+pair. Within one position the batch and sequence index are scalars (64-bit at no cost) and
+only the head and column vary per element; heads and head_dim are compile-time constants,
+so the divisions by them are cheap and, where head_dim and the strides allow, every load
+and store is a 16-byte vector (one compile per head layout, as in Inductor). One
+launch replaces the eager formulation's upcast, concatenation, negation, two multiplies and
+add per tensor. (The kernel before this one rotated a HEADS x half tile of both halves,
+reading each element once: 0.96-0.98x torch.compile in fp32 prefill on the H200 against
+0.996-1.02x for this form, BENCHMARKS.md.)
 """
 
 from __future__ import annotations
@@ -61,69 +69,64 @@ INTERPRETER_HEADS, INTERPRETER_HEAD_DIM = 2, 64  # a single size in the interpre
 
 
 @triton.jit
-def _load_halves(x_ptr, x_token, heads, stride_xh, cols, half, mask):
-    """The two halves of one token's HEADS heads of x, in fp32."""
-    x_at = x_ptr + x_token + heads[:, None] * stride_xh + cols[None, :]
-    x1 = tl.load(x_at, mask=mask, other=0.0).to(tl.float32)
-    x2 = tl.load(x_at + half, mask=mask, other=0.0).to(tl.float32)
-    return x1, x2
-
-
-@triton.jit
-def _store_rotated(o_ptr, o_token, heads, stride_oh, cols, half, mask, x1, x2, c, sn):
-    """Both halves of the rotated pairs into o."""
-    o_at = o_ptr + o_token + heads[:, None] * stride_oh + cols[None, :]
-    tl.store(o_at, (x1 * c - x2 * sn).to(o_ptr.dtype.element_ty), mask=mask)
-    tl.store(o_at + half, (x2 * c + x1 * sn).to(o_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
 def rope_kernel(
     q_ptr, k_ptr, cos_ptr, sin_ptr, qo_ptr, ko_ptr,  # inputs, tables, outputs
-    n_batch, n_seq, n_heads, head_dim,  # sizes
+    n_seq,  # positions per sequence (the token's batch and position come from it)
     stride_qb, stride_qs, stride_qh,  # q's strides (the last dim is contiguous)
     stride_kb, stride_ks, stride_kh,  # k's
-    stride_ob, stride_os, stride_oh,  # both outputs' (they share one layout)
     stride_cs,  # row stride of cos and sin
-    BLOCK_HALF: tl.constexpr,  # half of head_dim rounded up to a power of two
-    HEADS: tl.constexpr,  # heads per program
-    TOKENS: tl.constexpr,  # (batch, seq) positions per program
+    HEADS_N: tl.constexpr,  # heads (constant: the divisions by it and head_dim are shifts
+    HEAD_DIM: tl.constexpr,  # or multiplies, and the compiler sees the 16-byte vectors)
+    BLOCK: tl.constexpr,  # output elements per program, all of one position
+    EVEN: tl.constexpr,  # BLOCK divides HEADS_N * HEAD_DIM: no masks
 ):
-    # A shift, not //, so that Triton's alignment analysis carries head_dim's divisibility by
-    # 16 over to half (the second half's loads and stores stay 16-byte vectors).
-    half = head_dim >> 1
-    n_tokens = n_batch * n_seq
-    heads = tl.program_id(1) * HEADS + tl.arange(0, HEADS)
-    cols = tl.arange(0, BLOCK_HALF)
-    for i in tl.static_range(TOKENS):
-        # 64-bit from here on: batch * seq * a token's stride can pass 2^31.
-        token = tl.program_id(0).to(tl.int64) * TOKENS + i
-        # The last program's block of tokens may run past the end: those have no pairs. (A
-        # mask of scalar & tensor comes out int32 in Triton 3.9's interpreter, so the
-        # token's liveness goes into the width rather than into the mask.)
-        width = tl.where(token < n_tokens, half, 0)
-        b = token // n_seq
-        s = token - b * n_seq
-        c = tl.load(cos_ptr + s * stride_cs + cols, mask=cols < width, other=0.0)
-        sn = tl.load(sin_ptr + s * stride_cs + cols, mask=cols < width, other=0.0)
-        c, sn = c.to(tl.float32)[None, :], sn.to(tl.float32)[None, :]
-        mask = (heads[:, None] < n_heads) & (cols[None, :] < width)
-        # Every load of the token before its first store: a store may alias a later load
-        # (nothing tells the compiler otherwise), so k's loads placed after q's stores wait
-        # for q's round trip to memory first. At one decode token that second round trip was
-        # the whole gap to torch.compile (BENCHMARKS.md, rope).
-        q1, q2 = _load_halves(q_ptr, b * stride_qb + s * stride_qs, heads, stride_qh, cols,
-                              half, mask)
-        k1, k2 = _load_halves(k_ptr, b * stride_kb + s * stride_ks, heads, stride_kh, cols,
-                              half, mask)
-        o_token = b * stride_ob + s * stride_os
-        _store_rotated(qo_ptr, o_token, heads, stride_oh, cols, half, mask, q1, q2, c, sn)
-        _store_rotated(ko_ptr, o_token, heads, stride_oh, cols, half, mask, k1, k2, c, sn)
+    HALF: tl.constexpr = HEAD_DIM // 2
+    TOKEN: tl.constexpr = HEADS_N * HEAD_DIM  # output elements of one position
+    PER_TOKEN: tl.constexpr = (TOKEN + BLOCK - 1) // BLOCK  # programs per position
+    pid = tl.program_id(0)
+    # 64-bit from the token on: batch * seq * a token's stride can pass 2^31. Scalars, so
+    # this costs nothing per element.
+    token = (pid // PER_TOKEN).to(tl.int64)
+    b = token // n_seq
+    s = token - b * n_seq
+    e = (pid % PER_TOKEN) * BLOCK + tl.arange(0, BLOCK)  # element within the position
+    if EVEN:
+        live = tl.full((BLOCK,), 1, tl.int1)  # a constant mask folds away
+    else:
+        live = e < TOKEN
+    head, col = e // HEAD_DIM, e % HEAD_DIM
+    first = col < HALF
+    # out[col] = x[col] * cos[pair] + x[partner] * (-sin[pair] in the first half, else +sin)
+    pair = tl.where(first, col, col - HALF)
+    partner = tl.where(first, col + HALF, col - HALF)
+    # Scalar (64-bit) row pointers first, then 32-bit offsets within the row per element.
+    c = tl.load(cos_ptr + s * stride_cs + pair, mask=live, other=0.0,
+                eviction_policy="evict_last")
+    sn = tl.load(sin_ptr + s * stride_cs + pair, mask=live, other=0.0,
+                 eviction_policy="evict_last")
+    sn = tl.where(first, -sn, sn)
+    # Every load before the first store: a store may alias a later load (nothing tells the
+    # compiler otherwise), so k's loads placed after q's stores would wait for q's round
+    # trip to memory first; at one decode token that was the whole gap to torch.compile.
+    q_at = q_ptr + b * stride_qb + s * stride_qs + head * stride_qh
+    k_at = k_ptr + b * stride_kb + s * stride_ks + head * stride_kh
+    q = tl.load(q_at + col, mask=live, other=0.0).to(tl.float32)
+    k = tl.load(k_at + col, mask=live, other=0.0).to(tl.float32)
+    # The partners were (or are about to be) loaded as themselves by this program: asked to
+    # stay in L1/L2 for that, as Inductor's kernel asks.
+    q_partner = tl.load(q_at + partner, mask=live, other=0.0, eviction_policy="evict_last")
+    k_partner = tl.load(k_at + partner, mask=live, other=0.0, eviction_policy="evict_last")
+    ty = qo_ptr.dtype.element_ty
+    # Both outputs are contiguous, of q's shape: the position's elements lie together.
+    tl.store(qo_ptr + token * TOKEN + e, (q * c + q_partner.to(tl.float32) * sn).to(ty),
+             mask=live)
+    tl.store(ko_ptr + token * TOKEN + e, (k * c + k_partner.to(tl.float32) * sn).to(ty),
+             mask=live)
 
 
-# One program per (token, head) on one warp: what one writes before tuning, and kept at
-# every head_dim up to 4096 (more warps would idle on the 32 pairs of a 64-wide head).
-DEFAULT_CONFIG: Config = {"HEADS": 1, "TOKENS": 1, "num_warps": 1}
+# 256 elements a program on two warps (4 a thread): what one writes before tuning, and kept
+# at every shape (blocks up to 256 are never pruned, see `block_fits`).
+DEFAULT_CONFIG: Config = {"BLOCK": 256, "num_warps": 2}
 
 
 def _unit_last(t: torch.Tensor) -> torch.Tensor:
@@ -153,12 +156,13 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
         if t.shape != q.shape or t.dtype != q.dtype or not t.is_contiguous():
             raise TlabError(f"rope outputs must be contiguous {q.dtype} of shape {tuple(q.shape)}")
     meta, options = split_config(DEFAULT_CONFIG if config is None else config)
-    grid = (triton.cdiv(batch * seq, meta["TOKENS"]), triton.cdiv(heads, meta["HEADS"]))
+    token = heads * head_dim
+    grid = (batch * seq * triton.cdiv(token, meta["BLOCK"]),)
     rope_kernel[grid](
-        q, k, cos, sin, q_out, k_out, batch, seq, heads, head_dim,
+        q, k, cos, sin, q_out, k_out, seq,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-        q_out.stride(0), q_out.stride(1), q_out.stride(2), cos.stride(0),
-        BLOCK_HALF=next_power_of_2(half), **meta, **options,
+        cos.stride(0), HEADS_N=heads, HEAD_DIM=head_dim, EVEN=token % meta["BLOCK"] == 0,
+        **meta, **options,
     )
     return q_out, k_out
 
@@ -204,46 +208,34 @@ def torch_rope(inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
 
 # --- space, inputs, cost -------------------------------------------------------------------
 
-# Pairs one thread holds per half-tile: past this, q's and k's halves, the tables and the
-# results no longer fit in registers.
-MAX_PER_THREAD = 64
+# Output elements one thread holds: past this, q, k, their partners and the tables (six
+# fp32 values an element) crowd the registers; the H200's winners held 2-8 (BENCHMARKS.md).
+MAX_PER_THREAD = 16
+# Blocks up to this size are never pruned for padding, so that the default runs everywhere.
+ALWAYS_BLOCK = 256
 
 
-def heads_not_exceeding(config: Config, sizes, elem_bytes: int,
-                        limits: DeviceLimits) -> str | None:
-    """A block of heads wider than the heads rounded up to a power of two is all padding."""
-    padded = next_power_of_2(sizes["heads"])
-    if config["HEADS"] > padded:
-        return f"HEADS={config['HEADS']} exceeds the {sizes['heads']} heads (padded to {padded})"
-    return None
-
-
-def tokens_not_exceeding(config: Config, sizes, elem_bytes: int,
-                         limits: DeviceLimits) -> str | None:
-    """More positions per program than the tensor has only repeats a smaller config's work."""
-    tokens = sizes["batch"] * sizes["seq"]
-    if config["TOKENS"] > 1 and config["TOKENS"] > tokens:
-        return f"TOKENS={config['TOKENS']} exceeds the {tokens} (batch, seq) positions"
-    return None
-
-
-def head_tile_fits(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
-    """A program's tile is HEADS x BLOCK_HALF pairs, spread over 32 * num_warps threads."""
-    threads = 32 * config["num_warps"]
-    elements = config["HEADS"] * next_power_of_2(sizes["head_dim"] // 2)
-    if config["num_warps"] > limits.max_warps:
-        return f"num_warps={config['num_warps']} exceeds {limits.max_warps}"
-    if elements > MAX_PER_THREAD * threads:
-        return (f"{elements} pairs over {threads} threads is more than {MAX_PER_THREAD} "
-                "per thread (register spills)")
-    if elements < threads and config["num_warps"] > 1:  # one warp is always kept as the floor
-        return f"{elements} pairs leave some of the {threads} threads idle"
+def block_fits(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
+    """A program's BLOCK elements lie in one position's heads x head_dim, spread over
+    32 * num_warps threads."""
+    token = sizes["heads"] * sizes["head_dim"]
+    block, warps = config["BLOCK"], config["num_warps"]
+    if block > max(ALWAYS_BLOCK, next_power_of_2(token)):
+        return (f"BLOCK={block} exceeds a position's {sizes['heads']} x {sizes['head_dim']} "
+                f"= {token} elements (padded to {next_power_of_2(token)})")
+    if warps > limits.max_warps:
+        return f"num_warps={warps} exceeds {limits.max_warps}"
+    if block < 32 * warps:
+        return f"BLOCK={block} leaves some of the {32 * warps} threads idle"
+    if block > MAX_PER_THREAD * 32 * warps:
+        return (f"BLOCK={block} over {32 * warps} threads is more than {MAX_PER_THREAD} "
+                "elements per thread (register spills)")
     return None
 
 
 SPACE = Space(
-    params={"HEADS": (1, 2, 4, 8, 16, 32, 64), "TOKENS": (1, 2, 4), "num_warps": (1, 2, 4, 8)},
-    constraints=(heads_not_exceeding, tokens_not_exceeding, head_tile_fits),
+    params={"BLOCK": (64, 128, 256, 512, 1024, 2048, 4096), "num_warps": (1, 2, 4, 8)},
+    constraints=(block_fits,),
     default=DEFAULT_CONFIG,
 )
 
@@ -296,13 +288,11 @@ def check_shape(shape: Shape) -> None:
 
 
 def interpreter_seconds(shape: Shape, config: Config) -> float:
-    """Interpreter time of one launch: a fixed cost per program and per token it walks (each
-    token is a dozen loads and stores), and a little per pair of q and k."""
-    tokens, heads = shape["batch"] * shape["seq"], shape["heads"]
-    programs = math.ceil(tokens / config["TOKENS"]) * math.ceil(heads / config["HEADS"])
-    pairs = config["HEADS"] * next_power_of_2(shape["head_dim"] // 2)
-    per_token = INTERPRETER_S_PER_PROGRAM + INTERPRETER_S_PER_ELEMENT * 2 * pairs
-    return programs * config["TOKENS"] * per_token
+    """Interpreter time of one launch: a fixed cost per program, and a little per element of
+    its block (six loads and two stores of it)."""
+    tokens, token = shape["batch"] * shape["seq"], shape["heads"] * shape["head_dim"]
+    programs = tokens * math.ceil(token / config["BLOCK"])
+    return programs * (INTERPRETER_S_PER_PROGRAM + INTERPRETER_S_PER_ELEMENT * 2 * config["BLOCK"])
 
 
 # Prefill shapes of common models, every one moving at least 128 MB in bf16 (far past the
@@ -348,5 +338,7 @@ SPEC = KernelSpec(
     small_from_size=lambda n: Shape.of(batch=1, seq=n, heads=INTERPRETER_HEADS,
                                        head_dim=INTERPRETER_HEAD_DIM),
     interpreter_seconds=interpreter_seconds,
-    autotune_key=("n_batch", "n_seq", "n_heads", "head_dim"),
+    # The launch's sizes: the batch only multiplies the grid, so a config is kept per
+    # sequence length and head layout.
+    autotune_key=("n_seq", "HEADS_N", "HEAD_DIM"),
 )
