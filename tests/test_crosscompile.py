@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab.crosscompile import covering_configs
-from tritonbench_lab.kernels import names
+from tritonbench_lab.crosscompile import compile_shapes, covering_configs
+from tritonbench_lab.kernels import get_spec, names
+from tritonbench_lab.space import HOPPER
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -59,3 +60,18 @@ def test_covering_configs_skip_values_compiled_at_an_earlier_shape():
     assert covering_configs(configs, covered={("A", 1), ("A", 2), ("B", 0), ("B", 1)}) == [
         {"A": 3, "B": 0}]
     assert covering_configs(configs, covered={(k, v) for c in configs for k, v in c.items()}) == []
+
+
+def test_compile_shapes_reach_what_only_wide_rows_keep():
+    """No small layernorm shape walks its rows (TILE_COLS > 0 needs rows wider than a tile);
+    the compile shapes end with one that does, so the walked branch compiles on a CPU."""
+    spec = get_spec("layernorm")
+
+    def walked(shape) -> set[int]:
+        kept, _ = spec.space.prune(dict(shape.dims), 2, HOPPER)
+        return {c["TILE_COLS"] for c in kept} - {0}
+
+    assert not any(walked(s) for s in spec.small_shapes)
+    shapes = compile_shapes(spec)
+    assert shapes[:len(spec.small_shapes)] == list(spec.small_shapes)
+    assert walked(shapes[-1]) == {1024, 2048, 4096}

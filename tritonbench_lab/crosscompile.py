@@ -78,16 +78,29 @@ def covering_configs(configs: list[Config], covered: set | None = None) -> list[
     return chosen
 
 
+# A size just past a power of two, wider than the small shapes: rows this wide keep what
+# narrow ones prune (layernorm's walked tiles, softmax's rows split in two).
+WIDE_SIZE = 4097
+
+
+def compile_shapes(spec: KernelSpec) -> list:
+    """The small shapes, then the spec's interpreter shape of WIDE_SIZE."""
+    try:
+        wide = [spec.size_to_shape(WIDE_SIZE, interpreting=True)]
+    except Exception:  # a kernel without a size rule: its small shapes only
+        wide = []
+    return [*spec.small_shapes, *(s for s in wide if s not in spec.small_shapes)]
+
+
 def compile_errors(spec: KernelSpec, dtypes: Iterable | None = None) -> tuple[int, list[str]]:
     """Compile configs that cover the spec's space, for each dtype (all of the spec's by
-    default), after compile_only_for(): at its first small shape, then at each further one
-    the values that only it keeps (layernorm walks only rows wider than a tile; a bug of
-    the walked branch in bf16 once passed here because no small shape kept it). Returns
-    (configs compiled, one line per failure)."""
+    default), after compile_only_for(): at its first compile shape, then at each further one
+    the values that only it keeps (a bug of layernorm's walked branch in bf16 once passed
+    here because no shape kept it). Returns (configs compiled, one line per failure)."""
     errors, count = [], 0
     for dtype in dtypes or spec.dtypes:
         covered: set = set()
-        for shape in spec.small_shapes:
+        for shape in compile_shapes(spec):
             kept, _ = spec.space.prune(dict(shape.dims), dtype.itemsize, HOPPER)
             todo = covering_configs(kept, covered)
             if not todo:
