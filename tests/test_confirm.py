@@ -8,6 +8,7 @@ each scenario is exact; test_sweep.py runs the real thing in the interpreter.
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import pytest
 
@@ -184,6 +185,29 @@ def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, **option
 
 
 BASELINES = ("torch", "unfused", "compiled")
+
+
+def test_workers_are_told_to_stop_before_the_winners_and_joined_after(tmp_path, monkeypatch):
+    """A worker takes about a second to give its CUDA context back: once every row is in, the
+    sweep tells its workers to exit, picks and writes the winners meanwhile, then joins them."""
+    seen: list[tuple[str, bool]] = []
+
+    def configs_written() -> bool:
+        return any((tmp_path / "configs").rglob("*.csv"))
+
+    class Watched(ScriptedWorker):
+        def ask_to_stop(self) -> None:
+            seen.append(("ask", configs_written()))
+
+        def stop(self) -> None:
+            seen.append(("stop", configs_written()))
+
+    monkeypatch.setattr(sys.modules[__name__], "ScriptedWorker", Watched)
+    times = {b: [2.0, 2.2] for b in BASELINES} | {f"w={w}": [1.0, 1.0] for w in WIDTHS}
+    scripted_sweep(tmp_path, monkeypatch, times, confirm=2)
+    assert seen[0] == ("ask", False)  # told before the winners were written
+    assert [kind for kind, _ in seen].count("stop") == 2  # the sweep's and the fresh one
+    assert all(written for kind, written in seen if kind == "stop")  # joined after
 
 
 def test_leaders_are_retimed_in_a_fresh_worker_and_slow_ones_let_the_next_in(

@@ -108,9 +108,14 @@ class LocalDevice:
     def restarts(self) -> int:
         return sum(w.restarts for w in self._workers.values())
 
-    def stop(self) -> None:
-        for worker in self._workers.values():  # both exit at once (about a second each)
+    def ask_to_stop(self) -> None:
+        """Tell the workers to exit, without waiting (each takes about a second to give its
+        CUDA context back; `stop` waits)."""
+        for worker in self._workers.values():
             worker.ask_to_stop()
+
+    def stop(self) -> None:
+        self.ask_to_stop()  # both exit at once
         for worker in self._workers.values():
             worker.stop()
         self._workers.clear()

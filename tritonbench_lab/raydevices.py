@@ -84,11 +84,15 @@ class RayDevice:
         """Start the actor's workers in the background (LocalDevice.prepare), not waited for."""
         self._actor.prepare.remote(confirm)
 
+    def ask_to_stop(self) -> None:
+        """Tell the actor's workers to exit, without waiting (`stop` waits)."""
+        self._stopping = self._actor.stop.remote()
+
     def stop(self) -> None:
         import ray
 
         try:
-            ray.get(self._actor.stop.remote(), timeout=30)
+            ray.get(getattr(self, "_stopping", None) or self._actor.stop.remote(), timeout=30)
         except ray.exceptions.RayError:
             pass
         ray.kill(self._actor)

@@ -352,23 +352,29 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     scheduler = Scheduler(pipelines(run, planned), devices, run.measure, ready=run.ready,
                           lookahead=LOOKAHEAD if run.pool is not None else 1)
     try:
-        scheduler.run()
-    except BaseException:
-        run.stopping = True
-        scheduler.stop()
-        raise
+        try:
+            scheduler.run()
+        except BaseException:
+            run.stopping = True
+            scheduler.stop()
+            raise
+        finally:
+            if run.pool is not None:
+                run.pool.close()
+                events.compiled(run.pool.result.summary(run.pool.processes))
+        # Every row is in: the workers give their CUDA contexts back (about a second) while
+        # the winners are picked and written.
+        for device in devices:
+            device.ask_to_stop()
+        all_rows = load_records(results_file)
+        winners = pick_winners(all_rows)
+        if winners:
+            write_table(request.configs_file, winners, Winner)
+            check_round_trip(request.spec, request.fingerprint.gpu_slug,
+                             request.layout.configs, winners)
     finally:
         for device in devices:
             device.stop()
-        if run.pool is not None:
-            run.pool.close()
-            events.compiled(run.pool.result.summary(run.pool.processes))
-    all_rows = load_records(results_file)
-    winners = pick_winners(all_rows)
-    if winners:
-        write_table(request.configs_file, winners, Winner)
-        check_round_trip(request.spec, request.fingerprint.gpu_slug, request.layout.configs,
-                         winners)
     return SweepResult(run.run_id, results_file, request.configs_file, len(run.records),
                        len(planned) - len(todo), all_rows, winners)
 
