@@ -16,8 +16,8 @@ DTYPE_IDS = ["fp32", "fp16", "bf16"]
 LAYOUTS = ("fused", "contiguous", "seq_major")
 AWKWARD = [
     ((1, 1, 5, 80), "fused"),  # one token; 5 heads; half 40: no vector of 4 is aligned
-    ((1, 37, 3, 64), "fused"),  # odd seq, 3 heads: no block of heads > 1 divides them
-    ((2, 5, 3, 96), "seq_major"),  # half 48 in a block of 64, seq stride > batch stride
+    ((1, 37, 3, 64), "fused"),  # odd seq, 3 heads: 192 elements a position (128 ragged)
+    ((2, 5, 3, 96), "seq_major"),  # half 48: partners 48 apart; seq stride > batch stride
     ((1, 9, 4, 2), "contiguous"),  # head_dim 2: one pair a head, 8 elements a position
     ((2, 7, 5, 128), "fused"),  # a real head width, 5 heads
     ((3, 3, 2, 80), "seq_major"),
