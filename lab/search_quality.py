@@ -88,27 +88,30 @@ def winners_of(root: Path) -> dict[str, str]:
             if w.dtype == DTYPE}
 
 
-def quality(shapes: list[str], picks: dict[str, dict[str, str]]) -> dict:
+def quality(shapes: list[str], picks: dict[str, dict[str, str]], device: str = "cuda",
+            dtype_name: str = "bfloat16") -> dict:
     """Each shape's picks timed in turns in this process; p50 and ratio to exhaustive's."""
     import torch
 
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.records import parse_config_text
     from tritonbench_lab.shapes import shape_sizes
+    from tritonbench_lab.spec import triton_interpreting
     from tritonbench_lab.timing import BenchOptions, time_call
 
     spec = get_spec(KERNEL)
     bench = BenchOptions(warmup_ms=250, rep_ms=100, timing="both")
     out = {}
     for shape in shapes:
-        inputs = spec.make_inputs(spec.shape(*shape_sizes(shape)), torch.bfloat16, "cuda", 0)
+        inputs = spec.make_inputs(spec.shape(*shape_sizes(shape)), getattr(torch, dtype_name),
+                                  device, 0)
         outputs = spec.allocate_outputs(inputs)
         configs = {name: parse_config_text(p[shape]) for name, p in picks.items() if shape in p}
         times = {name: [] for name in configs}
         for _ in range(ROUNDS):
             for name, config in configs.items():
                 call = (lambda c=config, i=inputs, o=outputs: spec.launch(i, c, o))
-                times[name].append(time_call(call, bench, False).p50)
+                times[name].append(time_call(call, bench, triton_interpreting()).p50)
         best = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
         base = best.get("exhaustive")
         out[shape] = {name: {"config": picks[name][shape], "p50_ms": t,

@@ -129,17 +129,17 @@ def time_all():
         time_shape(name, dtype, cols, wins)
 
 
-def time_shape(name, dtype, cols, wins):
+def time_shape(name, dtype, cols, wins, device="cuda", rows=None):
     from tritonbench_lab.records import parse_config_text
     from tritonbench_lab.timing import BenchOptions, time_call
 
     bench = BenchOptions(warmup_ms=25, rep_ms=100, timing="both")
 
     def best(call):
-        return time_call(call, bench, False).p50
+        return time_call(call, bench, triton_interpreting()).p50
 
-    shape = committed.SPEC.shape(committed.rows_for(cols), cols)
-    x = committed.SPEC.make_inputs(shape, dtype, "cuda", 0)["x"]
+    shape = committed.SPEC.shape(rows or committed.rows_for(cols), cols)
+    x = committed.SPEC.make_inputs(shape, dtype, device, 0)["x"]
     ref = torch.softmax(x.double(), dim=-1)
     out, copy_out = torch.empty_like(x), torch.empty_like(x)
     config = parse_config_text(wins[(name, str(shape))])
