@@ -67,6 +67,7 @@ class RayDevice:
     def __init__(self, actor_class, options: dict, args: tuple):
         self._make = lambda: actor_class.options(**options).remote(*args)
         self._actor = self._make()
+        self._stopping = None  # the actor's stop call, once ask_to_stop made it
         import ray
 
         self.label = ray.get(self._actor.where.remote())
@@ -77,7 +78,7 @@ class RayDevice:
         try:
             return ray.get(self._actor.run.remote(task, timeouts, fresh))
         except ray.exceptions.RayError as err:  # the actor or its node died: one task lost
-            self._actor = self._make()
+            self._actor, self._stopping = self._make(), None
             return Outcome(CRASH, f"Ray actor on {self.label} died: {type(err).__name__}")
 
     def prepare(self, confirm: bool) -> None:
@@ -92,7 +93,7 @@ class RayDevice:
         import ray
 
         try:
-            ray.get(getattr(self, "_stopping", None) or self._actor.stop.remote(), timeout=30)
+            ray.get(self._stopping or self._actor.stop.remote(), timeout=30)
         except ray.exceptions.RayError:
             pass
         ray.kill(self._actor)

@@ -30,8 +30,8 @@ so the divisions by them are cheap and, where head_dim and the strides allow, ev
 and store is a 16-byte vector (one compile per head layout, as in Inductor). One
 launch replaces the eager formulation's upcast, concatenation, negation, two multiplies and
 add per tensor. (The kernel before this one rotated a HEADS x half tile of both halves,
-reading each element once: 0.96-0.98x torch.compile in fp32 prefill on the H200 against
-0.996-1.02x for this form, BENCHMARKS.md.)
+reading each element once: its H200 sweep had it at 0.96-0.99x torch.compile in fp32
+prefill, this one's at 0.997-1.02x; BENCHMARKS.md.)
 """
 
 from __future__ import annotations
