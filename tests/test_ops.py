@@ -191,6 +191,11 @@ def test_ops_layernorm_rope_add_are_correct_either_way(configs, device, tuned_he
     q_out, k_out = ops.rope(q, k, cos, sin)
     torch.testing.assert_close(q_out, q_ref.float(), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(k_out, k_ref.float(), rtol=1e-5, atol=1e-5)
+    k_one = qkv[:, :, 1, :1]  # one k head beside q's three (multi-query attention)
+    _, k_one_ref = rope_reference({"q": q, "k": k_one, "cos": cos, "sin": sin})
+    q_out, k_out = ops.rope(q, k_one, cos, sin)
+    torch.testing.assert_close(q_out, q_ref.float(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(k_out, k_one_ref.float(), rtol=1e-5, atol=1e-5)
 
     u, v = torch.randn(n, generator=gen, device=device), torch.randn(n, generator=gen, device=device)
     torch.testing.assert_close(ops.add(u, v), (u.double() + v.double()).float())

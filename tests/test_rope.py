@@ -75,6 +75,31 @@ def test_rope_awkward_shapes_and_layouts(dims, layout, dtype, device):
         assert verdict.ok, f"{config}: {verdict.detail}"
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("q_heads, k_heads", [(6, 2), (5, 1), (2, 3)],
+                         ids=["gqa", "mqa", "k_wider"])
+def test_rope_k_with_another_head_count(q_heads, k_heads, dtype, device):
+    """Grouped-query attention: k (and v) have fewer heads than q, as views of one fused
+    projection of batch x seq x (q_heads + 2 k_heads) x head_dim. One launch walks q's
+    elements and rotates k's where a position has them; k with more heads is walked as q."""
+    batch, seq, head_dim = 2, 7, 64
+    gen = torch.Generator(device=device).manual_seed(q_heads)
+    fused = torch.randn((batch, seq, q_heads + 2 * k_heads, head_dim), generator=gen,
+                        device=device).to(dtype)
+    q, k = fused[:, :, :q_heads], fused[:, :, q_heads:q_heads + k_heads]
+    cos, sin = rope_tables(seq, head_dim, 77, device)
+    inputs = {"q": q, "k": k, "cos": cos, "sin": sin}
+    reference = SPEC.reference(inputs)
+    # Blocks of 128 and 64 divide k's position, 256 straddles its end (q_heads 6: 384
+    # elements, k's 128), 512 holds the whole of either.
+    for block, warps in ((128, 1), (256, 2), (64, 2), (512, 4)):
+        got = rope(q, k, cos, sin, {"BLOCK": block, "num_warps": warps})
+        assert got[0].shape == q.shape and got[1].shape == k.shape
+        assert got[0].is_contiguous() and got[1].is_contiguous()
+        verdict = check(got, reference, SPEC.tolerance[dtype])
+        assert verdict.ok, f"BLOCK={block}: {verdict.detail}"
+
+
 def test_rope_copies_a_strided_last_dim_rather_than_misreading_it(device):
     inputs = _inputs((2, 3, 2, 64), "contiguous", torch.float32, device, seed=4)
     wide = torch.randn((2, 3, 2, 128), device=device)
@@ -151,10 +176,12 @@ def test_rope_rejects_bad_input(device):
     q, k, cos, sin = inputs["q"], inputs["k"], inputs["cos"], inputs["sin"]
     with pytest.raises(TlabError, match="even head_dim"):
         rope(q[..., :63], k[..., :63], cos, sin)
-    with pytest.raises(TlabError, match="one 4-D shape"):
+    with pytest.raises(TlabError, match="only the heads allowed to differ"):
         rope(q, k[:, :3], cos, sin)
-    with pytest.raises(TlabError, match="one 4-D shape"):
+    with pytest.raises(TlabError, match="only the heads allowed to differ"):
         rope(q[0], k[0], cos, sin)
+    with pytest.raises(TlabError, match="only the heads allowed to differ"):
+        rope(q, k.to(torch.float16), cos, sin)
     with pytest.raises(TlabError, match=r"sin must be float32 of shape \(4, 32\)"):
         rope(q, k, cos, sin[:3])
     with pytest.raises(TlabError, match="cos must be float32"):

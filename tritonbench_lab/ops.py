@@ -254,8 +254,12 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
 
 def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
     """(q, k) rotated by the fp32 tables cos and sin (seq x head_dim / 2), rotate-half
-    convention; q and k are batch x seq x heads x head_dim (views of a fused qkv welcome)."""
-    if (q.ndim == 4 and k.shape == q.shape and k.dtype == q.dtype and q.dtype in _rope.SPEC.dtypes
+    convention; q and k are batch x seq x heads x head_dim (views of a fused qkv welcome),
+    k with as many heads as q or fewer (grouped-query attention). The choice is made at q's
+    shape (the sweeps tune q and k of one shape; with fewer k heads both the kernel and the
+    PyTorch op have less of k to do)."""
+    if (q.ndim == 4 and k.ndim == 4 and k.shape[:2] == q.shape[:2] and k.shape[3] == q.shape[3]
+            and k.shape[2] <= q.shape[2] and k.dtype == q.dtype and q.dtype in _rope.SPEC.dtypes
             and q.shape[3] % 2 == 0 and cos.dtype == sin.dtype == torch.float32
             and cos.shape == sin.shape == (q.shape[1], q.shape[3] // 2)):
         launch = _plan("rope", q.dtype, tuple(q.shape), q.get_device(), _rope.bind)

@@ -12,8 +12,10 @@ p * 10000^(-2i / head_dim) of the token's position p. The same rotation applies 
 Shapes: q and k are batch x seq x heads x head_dim (head_dim even), with any strides for
 batch, seq and heads (a model's fused qkv projection gives views of one
 batch x seq x 3 x heads x head_dim tensor); the last dim must be contiguous (it is copied
-when not). cos and sin are fp32 tables of seq x half. Math in fp32, rounded once to the
-input dtype; q_out and k_out are new contiguous tensors of q's shape and dtype.
+when not). k may have fewer heads than q (grouped-query attention: Llama-3 8B's 8 k heads
+beside 32 q heads), rotated in the same launch. cos and sin are fp32 tables of seq x half.
+Math in fp32, rounded once to the input dtype; q_out and k_out are new contiguous tensors
+of q's and k's shapes and dtype. The sweep's shapes have as many k heads as q heads.
 
 Work: 3 flops per output element (two multiplies and an add), 6 * batch * seq * heads *
 head_dim in all. Fewest bytes: read q and k, write q_out and k_out, read the tables once,
@@ -31,7 +33,7 @@ and store is a 16-byte vector (one compile per head layout, as in Inductor). One
 launch replaces the eager formulation's upcast, concatenation, negation, two multiplies and
 add per tensor. (The kernel before this one rotated a HEADS x half tile of both halves,
 reading each element once: its H200 sweep had it at 0.96-0.99x torch.compile in fp32
-prefill, this one's at 0.997-1.02x; BENCHMARKS.md.)
+prefill, this one's at 0.997-1.12x in two sweeps; BENCHMARKS.md.)
 """
 
 from __future__ import annotations
@@ -75,8 +77,9 @@ def rope_kernel(
     stride_qb, stride_qs, stride_qh,  # q's strides (the last dim is contiguous)
     stride_kb, stride_ks, stride_kh,  # k's
     stride_cs,  # row stride of cos and sin
-    HEADS_N: tl.constexpr,  # heads (constant: the divisions by it and head_dim are shifts
-    HEAD_DIM: tl.constexpr,  # or multiplies, and the compiler sees the 16-byte vectors)
+    HEADS_N: tl.constexpr,  # q's heads (constant: the divisions by it and head_dim are
+    HEAD_DIM: tl.constexpr,  # shifts or multiplies, and the compiler sees 16-byte vectors)
+    HEADS_K: tl.constexpr,  # k's heads: HEADS_N, or fewer (grouped-query attention)
     BLOCK: tl.constexpr,  # output elements per program, all of one position
     EVEN: tl.constexpr,  # BLOCK divides HEADS_N * HEAD_DIM: no masks
 ):
@@ -94,6 +97,10 @@ def rope_kernel(
         live = tl.full((BLOCK,), 1, tl.int1)  # a constant mask folds away
     else:
         live = e < TOKEN
+    if HEADS_K == HEADS_N:
+        k_live = live
+    else:  # k's position holds fewer elements: a program past them rotates only q
+        k_live = live & (e < HEADS_K * HEAD_DIM)
     head, col = e // HEAD_DIM, e % HEAD_DIM
     first = col < HALF
     # out[col] = x[col] * cos[pair] + x[partner] * (-sin[pair] in the first half, else +sin)
@@ -111,17 +118,17 @@ def rope_kernel(
     q_at = q_ptr + b * stride_qb + s * stride_qs + head * stride_qh
     k_at = k_ptr + b * stride_kb + s * stride_ks + head * stride_kh
     q = tl.load(q_at + col, mask=live, other=0.0).to(tl.float32)
-    k = tl.load(k_at + col, mask=live, other=0.0).to(tl.float32)
+    k = tl.load(k_at + col, mask=k_live, other=0.0).to(tl.float32)
     # The partners were (or are about to be) loaded as themselves by this program: asked to
     # stay in L1/L2 for that, as Inductor's kernel asks.
     q_partner = tl.load(q_at + partner, mask=live, other=0.0, eviction_policy="evict_last")
-    k_partner = tl.load(k_at + partner, mask=live, other=0.0, eviction_policy="evict_last")
+    k_partner = tl.load(k_at + partner, mask=k_live, other=0.0, eviction_policy="evict_last")
     ty = qo_ptr.dtype.element_ty
-    # Both outputs are contiguous, of q's shape: the position's elements lie together.
+    # Both outputs are contiguous (q's and k's shapes): a position's elements lie together.
     tl.store(qo_ptr + token * TOKEN + e, (q * c + q_partner.to(tl.float32) * sn).to(ty),
              mask=live)
-    tl.store(ko_ptr + token * TOKEN + e, (k * c + k_partner.to(tl.float32) * sn).to(ty),
-             mask=live)
+    tl.store(ko_ptr + token * (HEADS_K * HEAD_DIM) + e,
+             (k * c + k_partner.to(tl.float32) * sn).to(ty), mask=k_live)
 
 
 # 256 elements a program on two warps (4 a thread): what one writes before tuning, and kept
@@ -137,10 +144,16 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
          config: Config | None = None, q_out: torch.Tensor | None = None,
          k_out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(q_out, k_out): q and k rotated by the tables under exactly `config` (DEFAULT_CONFIG
-    when None); writes into q_out and k_out if given (contiguous, q's shape and dtype)."""
-    if q.ndim != 4 or k.shape != q.shape or k.dtype != q.dtype:
-        raise TlabError(f"rope needs q and k of one 4-D shape (batch, seq, heads, head_dim) "
-                        f"and dtype, got {tuple(q.shape)} {q.dtype} and {tuple(k.shape)} {k.dtype}")
+    when None); writes into q_out and k_out if given (contiguous, of q's and k's shapes and
+    dtype). k may have fewer heads than q (grouped-query attention) or more."""
+    if q.ndim != 4 or k.ndim != 4 or k.shape[:2] != q.shape[:2] or k.shape[3] != q.shape[3] \
+            or k.dtype != q.dtype:
+        raise TlabError(f"rope needs q and k of one dtype, 4-D (batch, seq, heads, head_dim) "
+                        f"with only the heads allowed to differ, got {tuple(q.shape)} {q.dtype} "
+                        f"and {tuple(k.shape)} {k.dtype}")
+    if k.shape[2] > q.shape[2]:  # the launch walks the larger head count's elements
+        k_out, q_out = rope(k, q, cos, sin, config, k_out, q_out)
+        return q_out, k_out
     batch, seq, heads, head_dim = q.shape
     check_shape(Shape.of(batch=batch, seq=seq, heads=heads, head_dim=head_dim))
     half = head_dim // 2
@@ -150,21 +163,22 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                             f"got {t.dtype} {tuple(t.shape)}")
     q, k = _unit_last(q), _unit_last(k)
     cos, sin = cos.contiguous(), sin.contiguous()
-    q_out = torch.empty(q.shape, dtype=q.dtype, device=q.device) if q_out is None else q_out
-    k_out = torch.empty(q.shape, dtype=q.dtype, device=q.device) if k_out is None else k_out
-    for t in (q_out, k_out):
-        if t.shape != q.shape or t.dtype != q.dtype or not t.is_contiguous():
-            raise TlabError(f"rope outputs must be contiguous {q.dtype} of shape {tuple(q.shape)}")
+    outs = []
+    for x, out in ((q, q_out), (k, k_out)):
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device) if out is None else out
+        if out.shape != x.shape or out.dtype != x.dtype or not out.is_contiguous():
+            raise TlabError(f"rope outputs must be contiguous {x.dtype} of shape {tuple(x.shape)}")
+        outs.append(out)
     meta, options = split_config(DEFAULT_CONFIG if config is None else config)
     token = heads * head_dim
     grid = (batch * seq * triton.cdiv(token, meta["BLOCK"]),)
     rope_kernel[grid](
-        q, k, cos, sin, q_out, k_out, seq,
+        q, k, cos, sin, *outs, seq,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-        cos.stride(0), HEADS_N=heads, HEAD_DIM=head_dim, EVEN=token % meta["BLOCK"] == 0,
-        **meta, **options,
+        cos.stride(0), HEADS_N=heads, HEAD_DIM=head_dim, HEADS_K=k.shape[2],
+        EVEN=token % meta["BLOCK"] == 0, **meta, **options,
     )
-    return q_out, k_out
+    return outs[0], outs[1]
 
 
 def bind(config: Config):
@@ -264,9 +278,8 @@ def make_inputs(shape: Shape, dtype: torch.dtype, device: str, seed: int) -> Inp
 
 
 def allocate_outputs(inputs: Inputs) -> Outputs:
-    q = inputs["q"]
-    return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
-            torch.empty(q.shape, dtype=q.dtype, device=q.device))
+    return tuple(torch.empty(x.shape, dtype=x.dtype, device=x.device)
+                 for x in (inputs["q"], inputs["k"]))
 
 
 def launch(inputs: Inputs, config: Config, outputs: Outputs) -> Outputs:
