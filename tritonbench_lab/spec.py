@@ -148,6 +148,10 @@ class KernelSpec:
             None: no estimate (nothing is refused).
         prior_from: names of kernels with the same main loop and space (matmul_gelu's:
             matmul), whose winners `--search prior` also starts from.
+        near_sizes: sizes -> what `tuned.lookup` (and so `ops`) compares between an untuned
+            shape and the tuned ones (alignment class and distance), for a kernel whose
+            configs see some sizes only through a product (rope: batch x seq, the tokens).
+            None: the sizes themselves.
     """
 
     name: str
@@ -176,6 +180,7 @@ class KernelSpec:
     small_from_size: Callable[[int], Shape] | None = None
     interpreter_seconds: Callable[[Shape, Config], float] | None = None
     prior_from: tuple[str, ...] = ()
+    near_sizes: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None
 
     def __post_init__(self) -> None:
         problems = spec_problems(self)

@@ -11,7 +11,9 @@ Which row:
 - sizes are matched by dim name, in any keyword order; a missing or unknown name is a
   TlabError that names the kernel's dims;
 - the same dtype and the exact shape, when it was tuned;
-- otherwise the nearest tuned shape *of the same alignment class*: each size divisible by
+- otherwise the nearest tuned shape *of the same alignment class*, both taken from the
+  kernel's `near_sizes` of the sizes when it has them (a kernel that sees batch and sequence
+  only as their product can compare tokens; no built-in one does yet): each size divisible by
   16, by 8 only, or by neither. The class decides what a config can do (16-byte loads, tensor
   descriptors), so a config never crosses it. Nearest means the smallest sum over dims of
   |log2(size / tuned size)| (3000 is nearer 4096 than 2048), ties to the larger shape (a
@@ -26,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,16 +87,33 @@ def nearest_first(items: list, shape: str, shape_of) -> list:
 
 
 
-def nearest_row(rows: list[Winner], sizes: tuple[int, ...]) -> Winner | None:
-    """The exact or nearest tuned row of the same alignment class (module docstring)."""
-    wanted = alignment_class(sizes)
-    candidates = [(shape_sizes(r.shape), r) for r in rows]
+def nearest_row(rows: list[Winner], sizes: tuple[int, ...],
+                near: Callable | None = None) -> Winner | None:
+    """The exact or nearest tuned row of the same alignment class (module docstring), sizes
+    compared as `near` maps them (a kernel's near_sizes; None: as they are)."""
+    exact = [r for r in rows if shape_sizes(r.shape) == sizes]
+    if exact:
+        return exact[0]
+    near = near or tuple
+    wanted = near(sizes)
+    candidates = [(near(s), r) for s, r in ((shape_sizes(r.shape), r) for r in rows)
+                  if len(s) == len(sizes)]
     candidates = [(s, r) for s, r in candidates
-                  if len(s) == len(sizes) and alignment_class(s) == wanted]
+                  if len(s) == len(wanted) and alignment_class(s) == alignment_class(wanted)]
     if not candidates:
         return None
-    _, best = min(candidates, key=lambda c: (shape_distance(sizes, c[0]), -math.prod(c[0])))
+    _, best = min(candidates, key=lambda c: (shape_distance(wanted, c[0]), -math.prod(c[0])))
     return best
+
+
+def near_sizes_of(kernel: str):
+    """The registered kernel's near_sizes (None for a kernel that is not registered)."""
+    from tritonbench_lab.kernels import get_spec
+
+    try:
+        return get_spec(kernel).near_sizes
+    except TlabError:
+        return None
 
 
 def current_gpu_slug(device=None) -> str:
@@ -139,6 +159,7 @@ class Found:
     path: Path  # the winners file consulted
     sizes: tuple[int, ...]
     row: Winner | None  # the exact or nearest tuned row of the same class; None: nothing
+    near: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None  # kernel's near_sizes
 
     @property
     def exact(self) -> bool:
@@ -146,7 +167,10 @@ class Found:
 
     @property
     def distance(self) -> float | None:
-        return None if self.row is None else shape_distance(self.sizes, shape_sizes(self.row.shape))
+        if self.row is None:
+            return None
+        near = self.near or tuple
+        return shape_distance(near(self.sizes), near(shape_sizes(self.row.shape)))
 
 
 def find(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
@@ -156,7 +180,8 @@ def find(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
     path = config_file_in(Path(directory or config_dir()), slug, kernel)
     key = dtype_key(dtype)
     rows = [r for r in store.load_winners(path) if r.kernel == kernel and r.dtype == key]
-    return Found(path, sizes, nearest_row(rows, sizes))
+    near = near_sizes_of(kernel)
+    return Found(path, sizes, nearest_row(rows, sizes, near), near)
 
 
 def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int] | None = None,
