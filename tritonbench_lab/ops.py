@@ -1,4 +1,5 @@
-"""Tuned kernels for your code, never slower than the PyTorch op they stand in for.
+"""Tuned kernels for your code, never slower on the GPU than the PyTorch op they stand in for
+(the choice weighs GPU time, not the host time of a launch: README.md).
 
     from tritonbench_lab.ops import matmul, matmul_gelu, softmax, rmsnorm, layernorm, rope, add
     c = matmul(a, b)
