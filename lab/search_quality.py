@@ -8,7 +8,8 @@ its time, on held-out matmul shapes), in one device call:
    nearest tuned shapes), its own cache;
 3. the same, its prior richer: after those winners, the RUNNERS_UP fastest configs of each of
    the NEAREST tuned shapes in the committed results/ (a variant of sweep.prior_winners
-   patched in; replayed on 2026-12-04, it came within 2% at 5 of 6 shapes against 4);
+   patched in; replayed on 2026-12-04, it came within 2% at 5 of 6 shapes against 4; on an
+   H200 that evening both came within 2% at 5 of 6, the richer at 43% of the time: BENCHMARKS);
 4. quality: each shape's three winners timed in one process, in turns (ROUNDS rounds, the
    sweep's confirmation budget), each ratio against exhaustive's winner.
 

@@ -29,7 +29,7 @@ hits L1, since the same program loads it as itself), and the cos and sin entry o
 pair. Within one position the batch and sequence index are scalars (64-bit at no cost) and
 only the head and column vary per element; heads and head_dim are compile-time constants,
 so the divisions by them are cheap and, where head_dim and the strides allow, every load
-and store is a 16-byte vector (one compile per head layout, as in Inductor). One
+and store is a 16-byte vector (one compile per layout of q and k heads, as in Inductor). One
 launch replaces the eager formulation's upcast, concatenation, negation, two multiplies and
 add per tensor. (The kernel before this one rotated a HEADS x half tile of both halves,
 reading each element once: its H200 sweep had it at 0.96-0.99x torch.compile in fp32
