@@ -207,30 +207,34 @@ def test_a_wheel_installed_elsewhere_finds_the_committed_h200_configs(tmp_path):
 
 
 def test_a_kernel_can_compare_shapes_by_what_its_configs_see(configs, monkeypatch):
-    """A kernel's near_sizes decide which tuned shape is nearest: a rope whose batch and
-    sequence enter only as their product (tokens) finds 4 x 4096 at 1 x 16384, where size by
-    size (the built-in rule) 1 x 4096 is nearer; 8 x 2048 is of another alignment class size
-    by size (batch divisible by 8), of the same by tokens."""
+    """A kernel's near_sizes decide which tuned shape is nearest: rope, whose batch and
+    sequence enter only as their product (tokens), finds 4 x 4096 at 1 x 16384, where size by
+    size (the built-in rule, a rope without near_sizes) 1 x 4096 is nearer; 8 x 2048 is of
+    another alignment class size by size (batch divisible by 8), of the same by tokens."""
     import dataclasses
 
     from tritonbench_lab import kernels
     from tritonbench_lab.kernels.rope import SPEC as ROPE
 
-    tokens = dataclasses.replace(ROPE, name="tokens_rope",
-                                 near_sizes=lambda s: (s[0] * s[1], s[2], s[3]))
-    monkeypatch.setitem(kernels._USER, "tokens_rope", tokens)
+    assert ROPE.near_sizes((4, 4096, 32, 128)) == (16384, 32, 128)
+    by_size = dataclasses.replace(ROPE, name="sizes_rope", near_sizes=None)
+    monkeypatch.setitem(kernels._USER, "sizes_rope", by_size)
     wide, narrow = "BLOCK=1024 num_warps=4", "BLOCK=256 num_warps=1"
-    for kernel in ("rope", "tokens_rope"):
+    for kernel in ("rope", "sizes_rope"):
         write_winners(configs / "fixture-gpu" / f"{kernel}.csv", [
             winner("1x16384x32x128", wide, kernel=kernel),
             winner("1x4096x32x128", narrow, kernel=kernel)])
     tuned.clear_cache()
     sizes = {"batch": 4, "seq": 4096, "heads": 32, "head_dim": 128}
-    assert lookup("rope", torch.bfloat16, gpu="fixture-gpu", **sizes) == parse(narrow)
-    assert lookup("tokens_rope", torch.bfloat16, gpu="fixture-gpu", **sizes) == parse(wide)
-    found = tuned.find("tokens_rope", torch.bfloat16, (4, 4096, 32, 128), gpu="fixture-gpu")
+    assert lookup("sizes_rope", torch.bfloat16, gpu="fixture-gpu", **sizes) == parse(narrow)
+    assert lookup("rope", torch.bfloat16, gpu="fixture-gpu", **sizes) == parse(wide)
+    found = tuned.find("rope", torch.bfloat16, (4, 4096, 32, 128), gpu="fixture-gpu")
     assert found.distance == 0 and not found.exact
-    assert tuned.find("rope", torch.bfloat16, (4, 4096, 32, 128), gpu="fixture-gpu").distance == 2
-    assert tuned.find("rope", torch.bfloat16, (8, 2048, 32, 128), gpu="fixture-gpu").row is None
-    assert tuned.find("tokens_rope", torch.bfloat16, (8, 2048, 32, 128),
-                      gpu="fixture-gpu").row.config == wide
+    assert tuned.find("sizes_rope", torch.bfloat16, (4, 4096, 32, 128),
+                      gpu="fixture-gpu").distance == 2
+    assert tuned.find("sizes_rope", torch.bfloat16, (8, 2048, 32, 128),
+                      gpu="fixture-gpu").row is None
+    assert tuned.find("rope", torch.bfloat16, (8, 2048, 32, 128), gpu="fixture-gpu").row.config == wide
+    # The exact shape still comes first: 1 x 4096 finds its own row, not 1 x 16384's.
+    assert lookup("rope", torch.bfloat16, gpu="fixture-gpu", batch=1, seq=4096, heads=32,
+                  head_dim=128) == parse(narrow)

@@ -308,6 +308,13 @@ def interpreter_seconds(shape: Shape, config: Config) -> float:
     return programs * (INTERPRETER_S_PER_PROGRAM + INTERPRETER_S_PER_ELEMENT * 2 * config["BLOCK"])
 
 
+def near_sizes(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """What lookup compares: the tokens (batch x seq, the grid's rows, which is all a config
+    sees of them), heads and head_dim. 2x8192 tokens is then nearest 1x16384, not 4x4096."""
+    batch, seq, heads, head_dim = sizes
+    return (batch * seq, heads, head_dim)
+
+
 # Prefill shapes of common models, every one moving at least 128 MB in bf16 (far past the
 # H200's 60 MB L2): Llama-2/3 7-8B heads (32 x 128) at 4k tokens, four sequences of 4k, and
 # 16k; 16 heads of 64 at 8 x 2k; 8 heads of 128 (Llama-3 8B's k) at 64k; 64 heads of 64 at 4k.
@@ -354,4 +361,5 @@ SPEC = KernelSpec(
     # The launch's sizes: the batch only multiplies the grid, so a config is kept per
     # sequence length and head layout.
     autotune_key=("n_seq", "HEADS_N", "HEAD_DIM"),
+    near_sizes=near_sizes,
 )
