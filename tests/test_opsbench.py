@@ -12,8 +12,11 @@ def test_the_shapes_are_untuned_and_cover_what_users_have():
     assert len(SHAPES) >= 30
     for kernel, _dtype, sizes in SHAPES:
         spec = get_spec(kernel)
-        assert len(sizes) == len(spec.dims)
-        assert spec.shape(*sizes) not in spec.default_shapes, (kernel, sizes)
+        n = len(spec.dims)
+        assert len(sizes) == n or (kernel == "rope" and len(sizes) == n + 1), (kernel, sizes)
+        assert spec.shape(*sizes[:n]) not in spec.default_shapes or len(sizes) > n, sizes
+    grouped = [s for k, _, s in SHAPES if k == "rope" and len(s) == 5]
+    assert grouped and all(s[4] < s[2] for s in grouped)  # k with fewer heads than q
     rows = [s[0] for k, _, s in SHAPES if k in ("softmax", "rmsnorm", "add_rmsnorm", "layernorm")]
     assert min(rows) == 1 and max(rows) == 65536
     assert {k for k, _, _ in SHAPES} >= {"matmul", "matmul_gelu", "softmax", "rmsnorm",
@@ -41,19 +44,21 @@ def test_each_kernel_of_the_benchmark_calls_ops_and_the_op_it_stands_in_for(devi
     (here, with no configs, ops is that op; on a GPU the kernel's result is checked too)."""
     import torch
 
-    from tritonbench_lab.opsbench import _calls
+    from tritonbench_lab.opsbench import _calls, make_inputs
     from tritonbench_lab.verify import as_outputs
 
-    small = {"matmul": (9, 7, 5), "matmul_gelu": (9, 7, 5), "softmax": (3, 33),
-             "rmsnorm": (3, 33), "add_rmsnorm": (3, 33), "layernorm": (3, 33),
-             "rope": (1, 3, 2, 8), "add": (33,)}
-    assert set(small) == {k for k, _, _ in SHAPES}
-    for kernel, sizes in small.items():
-        spec = get_spec(kernel)
-        inputs = spec.make_inputs(spec.shape(*sizes), torch.float32, device, seed=3)
+    small = [("matmul", (9, 7, 5)), ("matmul_gelu", (9, 7, 5)), ("softmax", (3, 33)),
+             ("rmsnorm", (3, 33)), ("add_rmsnorm", (3, 33)), ("layernorm", (3, 33)),
+             ("rope", (1, 3, 2, 8)), ("rope", (2, 3, 4, 8, 1)), ("add", (33,))]
+    assert {k for k, _ in small} == {k for k, _, _ in SHAPES}
+    for kernel, sizes in small:
+        inputs = make_inputs(kernel, sizes, torch.float32, device, seed=3)
         ops_call, torch_call, call_sizes, _ = _calls(kernel, inputs)
-        assert call_sizes == sizes
-        for got, want in zip(as_outputs(ops_call()), as_outputs(torch_call()), strict=True):
+        assert call_sizes == sizes[:len(get_spec(kernel).dims)]
+        outputs = as_outputs(ops_call())
+        if len(sizes) == 5:  # rope's k of one head beside q's four
+            assert outputs[1].shape == (2, 3, 1, 8) and outputs[0].shape == (2, 3, 4, 8)
+        for got, want in zip(outputs, as_outputs(torch_call()), strict=True):
             torch.testing.assert_close(got, want)
 
 

@@ -41,9 +41,13 @@ SHAPES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     *(("layernorm", dt, s) for dt, s in (
         ("bf16", (4096, 4096)), ("fp32", (1, 3072)), ("bf16", (8192, 5120)),
         ("fp32", (2048, 1000)))),
-    # batch x seq x heads x head_dim: one decoding token, a prefill, a long context
+    # batch x seq x heads x head_dim: one decoding token, a prefill, a long context, two
+    # sequences of 8k (tuned only as one of 16k tokens); a fifth size is k's heads where k
+    # has fewer than q (grouped-query attention: Llama-3 8B's 32 q and 8 k heads)
     *(("rope", dt, s) for dt, s in (
-        ("bf16", (1, 1, 8, 128)), ("bf16", (2, 2048, 32, 128)), ("fp32", (1, 8192, 8, 64)))),
+        ("bf16", (1, 1, 8, 128)), ("bf16", (2, 2048, 32, 128)), ("fp32", (1, 8192, 8, 64)),
+        ("bf16", (2, 8192, 32, 128)), ("bf16", (1, 4096, 32, 128, 8)),
+        ("fp32", (1, 16384, 32, 128, 8)))),
     *(("add", dt, s) for dt, s in (
         ("fp32", (1000,)), ("bf16", (2**24 + 7,)), ("fp32", (3 * 2**22,)))),
 )
@@ -141,6 +145,18 @@ def _calls(kernel: str, inputs: dict):
     return (lambda: ops.rmsnorm(x, w, eps, residual=r)), torch_add, tuple(x.shape), (x, w, eps, r)
 
 
+def make_inputs(kernel: str, sizes: tuple[int, ...], dtype, device: str, seed: int) -> dict:
+    """The kernel's inputs at sizes; rope's fifth size is k's heads where k has fewer than q
+    (k: the first heads of its slice of the fused qkv, a strided view as a model has it)."""
+    from tritonbench_lab.kernels import get_spec
+
+    spec = get_spec(kernel)
+    inputs = spec.make_inputs(spec.shape(*sizes[:len(spec.dims)]), dtype, device, seed)
+    if kernel == "rope" and len(sizes) == len(spec.dims) + 1:
+        inputs = {**inputs, "k": inputs["k"][:, :, :sizes[-1]]}
+    return inputs
+
+
 def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0) -> OpsRow:
     import triton.testing
 
@@ -151,7 +167,7 @@ def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0)
 
     spec = get_spec(kernel)
     dtype = parse_dtype(dtype_name)
-    inputs = spec.make_inputs(spec.shape(*sizes), dtype, "cuda", seed)
+    inputs = make_inputs(kernel, sizes, dtype, "cuda", seed)
     ops_call, torch_call, call_sizes, args = _calls(kernel, inputs)
     verdict = check(as_outputs(ops_call()), spec.reference(inputs), spec.tolerance[dtype])
     launch = ops.bound_launch(kernel, dtype, call_sizes, 0)  # decided by the call above
@@ -160,7 +176,10 @@ def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0)
     torch_ms = triton.testing.do_bench(torch_call, warmup=25, rep=100)
     ops_graph = triton.testing.do_bench_cudagraph(ops_call, rep=100)
     torch_graph = triton.testing.do_bench_cudagraph(torch_call, rep=100)
-    return OpsRow(kernel, dtype_name, "x".join(map(str, sizes)),
+    shape = "x".join(map(str, sizes[:len(spec.dims)]))
+    if len(sizes) > len(spec.dims):
+        shape += f" (k: {sizes[-1]} heads)"
+    return OpsRow(kernel, dtype_name, shape,
                   "triton" if launch is not None else "torch", verdict.ok, ops_ms, torch_ms,
                   ops_graph, torch_graph, *_host_us((ops_call, bare)))
 
