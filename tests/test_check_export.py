@@ -59,12 +59,12 @@ def test_configs_that_are_not_what_their_results_pick_fail(tmp_path):
 
 
 def test_configs_tuned_before_a_parameter_was_added_still_pass(root):
-    # softmax gained PER_SM and SPLIT after configs had been committed; rows written
-    # without them mean one program per tile, and check must accept (and run) them.
+    # softmax gained PER_SM, SPLIT, TILES and KEEP_LAST after configs had been committed; rows
+    # written without them mean one program per tile, and check must accept (and run) them.
     path = root / "configs" / "nvidia-h200" / "softmax.csv"
     text = path.read_text()
-    assert " PER_SM=0 SPLIT=1," in text
-    path.write_text(text.replace(" PER_SM=0 SPLIT=1,", ","))
+    assert " PER_SM=0 SPLIT=1 TILES=1 KEEP_LAST=0," in text
+    path.write_text(text.replace(" PER_SM=0 SPLIT=1 TILES=1 KEEP_LAST=0,", ","))
     result = tlab("check", "--root", str(root), "--interpret", "--kernel", "softmax",
                   "--dtype", "fp32")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -76,7 +76,7 @@ def test_corrupted_files_fail_with_one_line_per_problem(root):
     for path in folder.glob("*.csv"):  # a few rows a file: `make check` runs every one
         path.write_text("".join(path.read_text().splitlines(keepends=True)[:5]))
     edit(folder / "matmul.csv", "p50_ms,throughput", "p50,throughput")
-    edit(folder / "softmax.csv", "ROWS=1 num_warps=8", "ROWS=3 num_warps=8")
+    edit(folder / "softmax.csv", "ROWS=1 num_warps=4", "ROWS=3 num_warps=4")
     edit(folder / "rmsnorm.csv", "ROWS=1 num_warps=4", "ROWS=1 num_warps=4 SPLIT=2")
     # An unparsable number: the first p50 of add_rmsnorm becomes "fast".
     lines = (folder / "add_rmsnorm.csv").read_text().splitlines()
@@ -193,7 +193,8 @@ def test_export_json_is_keyed_by_dtype_and_shape(tmp_path):
     assert result.returncode == 0, result.stderr
     table = json.loads((tmp_path / "softmax-nvidia-h200.json").read_text())
     assert set(table) == {"fp32", "bf16"}
-    assert set(table["fp32"]["8192x4096"]) == {"ROWS", "num_warps", "PER_SM", "SPLIT"}
+    assert set(table["fp32"]["8192x4096"]) == {"ROWS", "num_warps", "PER_SM", "SPLIT", "TILES",
+                                                "KEEP_LAST"}
     assert table["fp32"]["8192x65536"]["SPLIT"] > 1  # the split kernel won the widest rows
 
 

@@ -118,8 +118,9 @@ def test_softmax_configs_tuned_before_split_run_one_program_per_row(device):
 def test_softmax_wide_rows_split_and_walked(rows_cols_split_tiles, dtype, device):
     rows, cols, split, tiles = rows_cols_split_tiles
     inputs = SPEC.make_inputs(Shape.of(rows=rows, cols=cols), dtype, device, seed=cols)
-    for warps in (1, 4):
-        config = {"ROWS": 1, "num_warps": warps, "PER_SM": 0, "SPLIT": split, "TILES": tiles}
+    for warps, keep_last in ((1, 0), (4, int(tiles > 1))):  # walked: the last tile held too
+        config = {"ROWS": 1, "num_warps": warps, "PER_SM": 0, "SPLIT": split, "TILES": tiles,
+                  "KEEP_LAST": keep_last}
         verdict = run_and_check(SPEC, inputs, config, dtype)
         assert verdict.ok, f"{config}: {verdict.detail}"
 
@@ -133,10 +134,11 @@ def test_softmax_online_rule_rescales_when_a_later_tile_holds_the_max(device):
     x = torch.stack([ramp, ramp.flip(0), ramp.clone()])
     x[2, :20_000] = float("-inf")
     expected = (torch.softmax(x.double(), dim=-1),)
-    for split, tiles in ((1, 8), (2, 4), (4, 2)):
-        y = softmax(x, {"ROWS": 1, "num_warps": 2, "PER_SM": 0, "SPLIT": split, "TILES": tiles})
+    for split, tiles, keep_last in ((1, 8, 0), (2, 4, 1), (4, 2, 0), (4, 2, 1)):
+        y = softmax(x, {"ROWS": 1, "num_warps": 2, "PER_SM": 0, "SPLIT": split, "TILES": tiles,
+                        "KEEP_LAST": keep_last})
         verdict = check((y,), expected, SPEC.tolerance[torch.float32])
-        assert verdict.ok, f"SPLIT={split} TILES={tiles}: {verdict.detail}"
+        assert verdict.ok, f"SPLIT={split} TILES={tiles} KEEP_LAST={keep_last}: {verdict.detail}"
         assert (y[2, :20_000] == 0).all()
 
 
@@ -144,17 +146,23 @@ def test_softmax_space_for_rows_wider_than_one_program():
     fp32 = 4
     kept, pruned = SPEC.space.prune({"rows": 512, "cols": 1_048_576}, fp32, HOPPER)
     reasons = {config_short(c): why for c, why in pruned}
-    base = {"ROWS": 1, "num_warps": 8, "PER_SM": 0}
-    assert "need SPLIT > 1 or TILES > 1" in reasons[config_short({**base, "SPLIT": 1, "TILES": 1})]
-    assert {**base, "SPLIT": 128, "TILES": 1} in kept  # pieces of 8,192 in registers
-    assert {**base, "SPLIT": 32, "TILES": 4} in kept  # pieces of 32,768 walked in 4 tiles
-    assert "wider than one program" in reasons[config_short({**base, "SPLIT": 2, "TILES": 2})]
-    assert "narrower than 2048" in reasons[config_short({**base, "SPLIT": 128, "TILES": 8})]
+
+    def split(pieces, tiles, keep_last=0):
+        return {"ROWS": 1, "num_warps": 8, "PER_SM": 0, "SPLIT": pieces, "TILES": tiles,
+                "KEEP_LAST": keep_last}
+
+    assert "need SPLIT > 1 or TILES > 1" in reasons[config_short(split(1, 1))]
+    assert split(128, 1) in kept  # pieces of 8,192 in registers
+    assert split(32, 4) in kept  # pieces of 32,768 walked in 4 tiles
+    assert split(32, 4, keep_last=1) in kept  # ... the last tile held
+    assert "TILES=1 keeps the whole piece" in SPEC.space.excluded(split(128, 1, keep_last=1))
+    assert "wider than one program" in reasons[config_short(split(2, 2))]
+    assert "narrower than 2048" in reasons[config_short(split(128, 8))]
     # Every piece of a row must be able to be resident at once: no more pieces than SMs.
     a100_like = dataclasses.replace(HOPPER, sms=108)
     few_sms = dict((config_short(c), why) for c, why in SPEC.space.prune(
         {"rows": 512, "cols": 1_048_576}, fp32, a100_like)[1])
-    assert "108 SMs" in few_sms[config_short({**base, "SPLIT": 128, "TILES": 1})]
+    assert "108 SMs" in few_sms[config_short(split(128, 1))]
     # Rows that fit one program are never read twice.
     narrow = SPEC.space.prune({"rows": 8192, "cols": MAX_ROW_COLS}, fp32, HOPPER)[1]
     assert any("would read them twice" in why for _, why in narrow)
@@ -177,11 +185,13 @@ def test_softmax_space_keeps_split_for_wide_rows_only():
     fp32 = 4
     kept, pruned = SPEC.space.prune({"rows": 8192, "cols": 65536}, fp32, HOPPER)
     reasons = {config_short(c): why for c, why in pruned}
-    assert {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 16, "TILES": 1} in kept
-    assert "needs ROWS=1 and PER_SM=0" in reasons[config_short(
-        {"ROWS": 2, "num_warps": 4, "PER_SM": 0, "SPLIT": 2, "TILES": 1})]
-    assert "needs ROWS=1 and PER_SM=0" in reasons[config_short(
-        {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 2, "TILES": 1})]
+    assert {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 16, "TILES": 1, "KEEP_LAST": 0} in kept
+    # A config of both kernels is none: out of the space, never a `skipped` row.
+    for both in ({"ROWS": 2, "num_warps": 4, "PER_SM": 0, "SPLIT": 2, "TILES": 1, "KEEP_LAST": 0},
+                 {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 1, "TILES": 2, "KEEP_LAST": 0}):
+        assert "needs ROWS=1 and PER_SM=0" in SPEC.space.excluded(both)
+        assert both not in list(SPEC.space) and config_short(both) not in reasons
+    assert len(SPEC.space) < 500  # of a product of 4,608
     narrow_kept, narrow_pruned = SPEC.space.prune({"rows": 8192, "cols": 4096}, fp32, HOPPER)
     assert all(c["SPLIT"] == 1 for c in narrow_kept)
     assert any("narrower than 4096" in why for _, why in narrow_pruned)
@@ -193,12 +203,12 @@ def test_softmax_space_prunes_persistent_configs_that_cannot_be_resident():
     reasons = {config_short(c): why for c, why in pruned}
     # 32768 bf16 columns on 128 threads: 256 fp32 + 256 bf16 values per thread.
     assert "registers" in reasons[config_short(
-        {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 1, "TILES": 1})]
+        {"ROWS": 1, "num_warps": 4, "PER_SM": 1, "SPLIT": 1, "TILES": 1, "KEEP_LAST": 0})]
     # Two resident programs of 1024 threads leave 32 registers per thread; 48 are needed.
     assert "leave 32" in reasons[config_short(
-        {"ROWS": 1, "num_warps": 32, "PER_SM": 2, "SPLIT": 1, "TILES": 1})]
-    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 1, "SPLIT": 1, "TILES": 1} in kept
-    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 0, "SPLIT": 1, "TILES": 1} in kept
+        {"ROWS": 1, "num_warps": 32, "PER_SM": 2, "SPLIT": 1, "TILES": 1, "KEEP_LAST": 0})]
+    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 1, "SPLIT": 1, "TILES": 1, "KEEP_LAST": 0} in kept
+    assert {"ROWS": 1, "num_warps": 16, "PER_SM": 0, "SPLIT": 1, "TILES": 1, "KEEP_LAST": 0} in kept
     few_rows = SPEC.space.prune({"rows": 3, "cols": 64}, bf16, HOPPER)[1]
     assert any("2 programs of 2 rows would idle" in why for _, why in few_rows)
 

@@ -141,5 +141,5 @@ def test_a_narrowed_space_keeps_the_kernels_constraints_and_added_parameters(tmp
     splits = load_space(SPEC.space, str(path))
     assert {c["SPLIT"] for c in splits} == {4, 8} and {c["num_warps"] for c in splits} == {4}
     assert splits.constraints == SPEC.space.constraints
-    assert splits.added == {"PER_SM": 0, "TILES": 1}  # SPLIT=1 is no longer a value of it
+    assert splits.added == {"PER_SM": 0, "TILES": 1, "KEEP_LAST": 0}  # SPLIT=1 is not a value
     assert splits.default["SPLIT"] == 4  # the kernel's default (SPLIT=1) is outside it

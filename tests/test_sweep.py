@@ -25,6 +25,10 @@ from tritonbench_lab.records import (
 )
 from tritonbench_lab.store import load_records, load_winners
 
+# softmax's row kernel in a config's text: no persistent programs, no split, no walk
+ROW_KERNEL = "PER_SM=0 SPLIT=1 TILES=1 KEEP_LAST=0"
+ONE_ROW_W4 = f"ROWS=1 num_warps=4 {ROW_KERNEL}"
+
 
 def results_path(root, slug, kernel):
     return Layout(root).results_file(slug, kernel)
@@ -84,7 +88,7 @@ def test_sweep_writes_rows_and_winners(softmax_run):
     assert len(rows) == len(SPEC.baselines) + 4  # every baseline, every config of the space
     # Then the one config that ran and every baseline, timed again in a fresh worker.
     assert sorted((r.provider, r.config) for r in confirmations) == sorted(
-        [(b, "") for b in SPEC.baselines] + [(TRITON, "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1")])
+        [(b, "") for b in SPEC.baselines] + [(TRITON, ONE_ROW_W4)])
     assert all(r.status == OK and r.p50_ms for r in confirmations)
     assert {(r.gpu, r.gpu_slug) for r in rows} == {("interpreter", "interpreter")}
     assert {(r.kernel, r.dtype, r.shape) for r in rows} == {("softmax", "fp32", "37x129")}
@@ -96,7 +100,7 @@ def test_sweep_writes_rows_and_winners(softmax_run):
     assert all(r.config == "" and r.status == OK for r in rows if r.provider != TRITON)
     winners = load_winners(configs_path(out, "interpreter", "softmax"))
     assert [(w.dtype, w.shape, w.config) for w in winners] == [
-        ("fp32", "37x129", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1")]
+        ("fp32", "37x129", ONE_ROW_W4)]
 
 
 def test_pruned_configs_are_skipped_rows_with_their_reason(softmax_run):
@@ -104,14 +108,14 @@ def test_pruned_configs_are_skipped_rows_with_their_reason(softmax_run):
     triton_rows = [r for r in load_records(results_path(out, "interpreter", "softmax"))
                    if r.provider == TRITON]
     by_config = {r.config: r for r in triton_rows}
-    assert sorted(by_config) == sorted(f"ROWS={rows} num_warps={warps} PER_SM=0 SPLIT=1 TILES=1"
+    assert sorted(by_config) == sorted(f"ROWS={rows} num_warps={warps} {ROW_KERNEL}"
                                        for rows in (1, 64) for warps in (4, 32))
-    assert by_config["ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1"].status == OK
-    skipped = [r for r in triton_rows if r.config != "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1 TILES=1"]
+    assert by_config[ONE_ROW_W4].status == OK
+    skipped = [r for r in triton_rows if r.config != ONE_ROW_W4]
     assert all(r.status == SKIPPED for r in skipped)
     assert all(r.error and r.p50_ms is None and r.compile_s is None for r in skipped)
-    assert "idle" in by_config["ROWS=1 num_warps=32 PER_SM=0 SPLIT=1 TILES=1"].error
-    assert "exceeds the 37 rows" in by_config["ROWS=64 num_warps=4 PER_SM=0 SPLIT=1 TILES=1"].error
+    assert "idle" in by_config[f"ROWS=1 num_warps=32 {ROW_KERNEL}"].error
+    assert "exceeds the 37 rows" in by_config[f"ROWS=64 num_warps=4 {ROW_KERNEL}"].error
 
 
 def test_second_identical_run_measures_nothing_new(softmax_run, tmp_path):

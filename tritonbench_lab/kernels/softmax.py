@@ -1,35 +1,30 @@
 """Row softmax: y[i, :] = exp(x[i, :] - max(x[i, :])) / sum(exp(x[i, :] - max(x[i, :]))).
 
-Shapes: x is rows x cols, any strides; y has x's shape and dtype. Math in fp32 whatever
-the dtype; subtracting the row maximum first keeps exp() from overflowing.
+Shapes: x is rows x cols, any strides; y has x's shape and dtype. Math in fp32; subtracting
+the row maximum first keeps exp() from overflowing. Work: about 5 flops per element. Fewest
+bytes: read x and write y once, 2 * rows * cols * element size: bound by memory (GB/s).
 
-Work: about 5 flops per element (max, subtract, exp, sum, scale). Fewest bytes: read x
-once and write y once, 2 * rows * cols * element size; at well under one flop per byte
-softmax is bound by memory bandwidth and judged in GB/s.
+A program loads ROWS whole rows into registers, so x is read once (up to 65,536 columns).
+PER_SM > 0 makes the grid persistent: PER_SM programs per SM walk the tiles, loading the next
+while working on the current (a wide row fills an SM, which would idle on its loads).
 
-A program loads ROWS whole rows into registers (one row per program unless rows are narrow),
-so x is read exactly once; rows up to 65,536 columns fit. PER_SM > 0 makes the grid
-persistent (PER_SM programs per SM walk the tiles) and each program loads its next tile
-while it works on the current one: for wide rows one program fills an SM, and without this
-the SM waits idle on every row's loads.
-
-SPLIT > 1 shares each row among SPLIT programs (`softmax_split_kernel`): a 65,536-wide fp32
-row is 256 KB, a whole SM's register file, so one program per row spills. Each piece's
-program keeps exp(x - its own max) in registers, publishes (its max, its sum) in one 64-bit
-word, waits until the row's other pieces have published, and combines them the online way
-(sum_i s_i * exp(m_i - max_i m_i)) before it rescales. x is read once.
+SPLIT > 1 shares each row among SPLIT programs (`softmax_split_kernel`; a 65,536-wide fp32
+row is a whole SM's register file). Each piece's program keeps exp(x - its own max),
+publishes (its max, its sum) in one 64-bit word, waits until the row's other pieces have,
+and combines them the online way (sum_i s_i * exp(m_i - max_i m_i)) before it rescales.
 
 Rows wider than 65,536 columns (up to 2^24) can also take TILES > 1: a piece is walked in
-TILES tiles with a running max and sum (each tile rescales the sum so far by exp(old max -
-new max)), then read again to write y, mostly from HBM rather than the L2 on the H200, so
-pieces held in registers (TILES = 1, SPLIT up to 128) mostly win there (BENCHMARKS.md).
+TILES tiles with a running max and sum, then read again after the wait to write y. The
+first walk asks the L2 to keep x (evict_last), the second and the stores of y to leave it
+first: x crosses HBM once, and a program holds a tile, not a piece, so a row needs fewer
+pieces (fewer partners to wait for). KEEP_LAST=1 keeps the last tile's numerators in
+registers instead. Walked pieces win past 262,144 bf16 columns on the H200 (BENCHMARKS.md).
 
 The wait relies on the GPU starting a 1-D grid's programs in launch order (NVIDIA GPUs do;
-CUDA does not promise it): then the SPLIT pieces of the oldest unfinished row can all be
-resident while SPLIT <= the SM count (the space prunes wider splits), so a row always
-finishes (a hang would be the sweep's timeout). The interpreter runs programs one by one:
-there every piece publishes in a first launch and the second never waits. Not a softmax
-that reads rows twice (statistics, then output): three times the row's traffic.
+CUDA does not promise it): the pieces of the oldest unfinished row can then all be resident
+while SPLIT <= the SM count (wider splits are pruned), so a row always finishes (a hang is
+the sweep's timeout). The interpreter runs programs one by one: every piece publishes in a
+first launch there, and the second never waits.
 """
 
 from __future__ import annotations
@@ -88,8 +83,7 @@ def _load_tile(x_ptr, rows, cols, n_rows, n_cols, stride_xm, stride_xn):
 def _softmax_store(x, y_ptr, rows, cols, n_rows, n_cols, stride_ym, stride_yn):
     x = x.to(tl.float32)
     numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
-    # One reciprocal per row, then a multiply per element: a divide per element costs a
-    # special-function op, which bf16 rows (twice the elements per byte) feel.
+    # A reciprocal per row and a multiply per element: a divide is a special-function op.
     y = numerator * (1.0 / tl.sum(numerator, axis=1))[:, None]
     tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :] * stride_yn,
              y.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < n_rows) & (cols[None, :] < n_cols))
@@ -97,10 +91,8 @@ def _softmax_store(x, y_ptr, rows, cols, n_rows, n_cols, stride_ym, stride_yn):
 
 @triton.jit
 def softmax_kernel(
-    x_ptr, y_ptr,  # input and output, rows x cols
-    n_rows, n_cols,  # sizes
-    stride_xm, stride_xn,  # element strides of x
-    stride_ym, stride_yn,  # element strides of y
+    x_ptr, y_ptr, n_rows, n_cols,  # input and output, rows x cols
+    stride_xm, stride_xn, stride_ym, stride_yn,  # element strides of x and y
     BLOCK_COLS: tl.constexpr,  # n_cols rounded up to a power of two
     ROWS: tl.constexpr,  # rows per tile
     PER_SM: tl.constexpr,  # 0: one program per tile; k: k persistent programs per SM
@@ -111,17 +103,14 @@ def softmax_kernel(
         x = _load_tile(x_ptr, rows, cols, n_rows, n_cols, stride_xm, stride_xn)
         _softmax_store(x, y_ptr, rows, cols, n_rows, n_cols, stride_ym, stride_yn)
     else:
-        # Persistent: each program walks tiles pid, pid + P, pid + 2P, ... and issues the
-        # loads of its next tile before it reduces the current one, so the memory latency
-        # of one overlaps the arithmetic and stores of the other. With one program per tile
-        # and a whole wide row per program, an SM holds one program and idles on each load.
+        # Persistent: a program walks tiles pid, pid + P, ... and loads its next tile before
+        # it reduces the current one, so the latency of one overlaps the work of the other.
         step = tl.num_programs(0)
         n_tiles = tl.cdiv(n_rows, ROWS)
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
         x = _load_tile(x_ptr, rows, cols, n_rows, n_cols, stride_xm, stride_xn)
         for tile in range(tl.program_id(0), n_tiles, step):
-            # After its last tile a program "prefetches" that same tile again: an L2 hit,
-            # where a masked or wrapped-around load would cost registers or HBM traffic.
+            # After its last tile a program loads that tile again: an L2 hit, cheaper than a mask.
             next_tile = tl.where(tile + step < n_tiles, tile + step, tile)
             x_next = _load_tile(x_ptr, next_tile * ROWS + tl.arange(0, ROWS), cols,
                                 n_rows, n_cols, stride_xm, stride_xn)
@@ -131,11 +120,21 @@ def softmax_kernel(
 
 
 @triton.jit
+def _online(piece_max, piece_sum, tile):
+    """One more tile, the online way: (new max, the sum rescaled to it + the tile's, numerators)."""
+    new_max = tl.maximum(piece_max, tl.max(tile, axis=0))
+    safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
+    numerator = tl.exp(tile - safe_max)
+    return new_max, piece_sum * tl.exp(piece_max - safe_max) + tl.sum(numerator, axis=0), numerator
+
+
+@triton.jit
 def softmax_split_kernel(
     x_ptr, y_ptr, stats_ptr,  # input, output, n_rows * SPLIT zeroed 64-bit words
     n_cols, stride_xm, stride_xn, stride_ym, stride_yn,
     TILE: tl.constexpr,  # columns per tile; a piece is TILES tiles
     TILES: tl.constexpr,  # 1: the piece stays in registers; more: it is walked, read twice
+    KEEP_LAST: tl.constexpr,  # 1: a walked piece's last tile stays in registers, not re-read
     SPLIT: tl.constexpr,  # programs per row
     PUBLISH_ONLY: tl.constexpr,  # interpreter's first launch: publish and stop
 ):
@@ -144,28 +143,33 @@ def softmax_split_kernel(
     start = (piece % SPLIT) * (TILE * TILES)
     x_row, y_row = x_ptr + row * stride_xm, y_ptr + row * stride_ym
     cols = start + tl.arange(0, TILE)
-    x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
+    if TILES == 1:
+        x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, other=-float("inf"))
+    else:  # read again after the wait: asked to stay in the L2 until then
+        x = tl.load(x_row + cols * stride_xn, mask=cols < n_cols, other=-float("inf"),
+                    eviction_policy="evict_last")
+    x = x.to(tl.float32)
     piece_max = tl.max(x, axis=0)
     # A piece wholly past the row's end (or all -inf) has max -inf: subtracting 0 keeps its
     # exponentials at exp(-inf) = 0 rather than NaN (the same for every max below).
     numerator = tl.exp(x - tl.where(piece_max == -float("inf"), 0.0, piece_max))
     piece_sum = tl.sum(numerator, axis=0)
-    for t in range(1, TILES):  # the online rule: rescale the sum so far to the new max
+    for t in range(1, TILES - KEEP_LAST):  # read again after the wait: asked to stay in the L2
         tile_cols = start + t * TILE + tl.arange(0, TILE)
         tile = tl.load(x_row + tile_cols * stride_xn, mask=tile_cols < n_cols,
-                       other=-float("inf")).to(tl.float32)
-        new_max = tl.maximum(piece_max, tl.max(tile, axis=0))
-        safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
-        piece_sum = (piece_sum * tl.exp(piece_max - safe_max)
-                     + tl.sum(tl.exp(tile - safe_max), axis=0))
-        piece_max = new_max
+                       other=-float("inf"), eviction_policy="evict_last")
+        piece_max, piece_sum, numerator = _online(piece_max, piece_sum, tile.to(tl.float32))
+    if KEEP_LAST == 1:  # the last tile's numerators stay in registers until the wait is over
+        tile_cols = start + (TILES - 1) * TILE + tl.arange(0, TILE)
+        tile = tl.load(x_row + tile_cols * stride_xn, mask=tile_cols < n_cols,
+                       other=-float("inf"), eviction_policy="evict_first")
+        piece_max, piece_sum, numerator = _online(piece_max, piece_sum, tile.to(tl.float32))
     # (max, sum) in one 64-bit word: one store publishes both, a reader never sees half of
     # it. Never 0: a real piece's sum is >= 1, an empty piece's max is -inf.
     word = (piece_max.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (
         piece_sum.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
-    # Relaxed: the word is all a partner reads, so nothing needs ordering around it. The
-    # default (acq_rel) makes this program wait for the atomic's round trip before it polls,
-    # which cost bf16 65,536-wide rows a fifth of their speed on the H200 (BENCHMARKS.md).
+    # Relaxed: the word is all a partner reads. The default (acq_rel) waits for the atomic's
+    # round trip before polling: a fifth of bf16 65,536-wide rows' speed (H200, BENCHMARKS.md).
     tl.atomic_xchg(stats_ptr + piece, word, sem="relaxed")
     if not PUBLISH_ONLY:
         # Spin on the row's last piece first (it starts last, so it mostly publishes last):
@@ -180,24 +184,26 @@ def softmax_split_kernel(
         sums = words.to(tl.int32).to(tl.float32, bitcast=True)
         row_max = tl.max(maxes, axis=0)
         row_sum = tl.sum(sums * tl.exp(maxes - row_max), axis=0)
-        if TILES == 1:
-            # One exponential per element: the kept numerators are rescaled from the piece's
-            # max to the row's (exp computed twice per element ran 2-10% slower on the H200).
-            scale = tl.where(piece_max == -float("inf"), 0.0,
-                             tl.exp(piece_max - row_max) / row_sum)
-            tl.store(y_row + cols * stride_yn, (numerator * scale).to(y_ptr.dtype.element_ty),
-                     mask=cols < n_cols)
-        else:
+        if TILES == 1 or KEEP_LAST == 1:
+            # The held numerators (the piece, or its last tile) are rescaled from the piece's
+            # max to the row's: one exponential per element (twice ran 2-10% slower, H200).
+            scale = tl.where(piece_max == -float("inf"), 0.0, tl.exp(piece_max - row_max) / row_sum)
+            last = start + (TILES - 1) * TILE + tl.arange(0, TILE)
+            tl.store(y_row + last * stride_yn, (numerator * scale).to(y_ptr.dtype.element_ty),
+                     mask=last < n_cols)
+        if TILES > 1:  # the walked tiles again, from the L2: x's last use, y not read again
             inv_sum = 1.0 / row_sum
-            for t in range(TILES):  # the piece again, from the L2 it just passed through
+            for t in range(TILES - KEEP_LAST):
                 tile_cols = start + t * TILE + tl.arange(0, TILE)
-                tile = tl.load(x_row + tile_cols * stride_xn, mask=tile_cols < n_cols, other=0.0)
+                tile = tl.load(x_row + tile_cols * stride_xn, mask=tile_cols < n_cols,
+                               other=0.0, eviction_policy="evict_first")
                 y = tl.exp(tile.to(tl.float32) - row_max) * inv_sum
                 tl.store(y_row + tile_cols * stride_yn, y.to(y_ptr.dtype.element_ty),
-                         mask=tile_cols < n_cols)
+                         mask=tile_cols < n_cols, eviction_policy="evict_first")
 
 
-DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1, "TILES": 1}
+DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1, "TILES": 1,
+                          "KEEP_LAST": 0}
 
 
 def default_config(cols: int) -> Config:
@@ -229,27 +235,25 @@ def softmax(x: torch.Tensor, config: Config | None = None,
     if out is None:
         out = torch.empty_like(x)
     meta, options = split_config(config)
-    split, tiles = meta.pop("SPLIT"), meta.pop("TILES")
+    split, tiles, keep_last = meta.pop("SPLIT"), meta.pop("TILES"), meta.pop("KEEP_LAST")
     if split == tiles == 1 and n_cols > MAX_ROW_COLS:
         raise TlabError(f"softmax rows of {n_cols} columns need a config with SPLIT > 1 or "
                         f"TILES > 1 (one program holds at most {MAX_ROW_COLS})")
-    if split > 1 or tiles > 1:  # a program per piece of a row (ROWS=1, PER_SM=0: pruned so)
+    if split > 1 or tiles > 1:  # a program per piece of a row (ROWS and PER_SM unused)
         # Zeroed every call (timed with the kernel): zero means "not published yet".
         stats = torch.zeros(n_rows * split, dtype=torch.int64, device=x.device)
         piece = max(block_cols // split, 1)  # (narrower rows than SPLIT: padding pieces)
         args = (x, out, stats, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1))
         grid = (n_rows * split,)
-        meta = {"TILE": max(piece // tiles, 1), "TILES": tiles, "SPLIT": split}
+        meta = {"TILE": max(piece // tiles, 1), "TILES": tiles, "KEEP_LAST": keep_last, "SPLIT": split}
         if triton_interpreting():  # programs run one at a time there: publish all first
             softmax_split_kernel[grid](*args, **meta, PUBLISH_ONLY=True, **options)
         softmax_split_kernel[grid](*args, **meta, PUBLISH_ONLY=False, **options)
         return out
     n_tiles, per_sm = triton.cdiv(n_rows, meta["ROWS"]), meta["PER_SM"]
     grid = (min(n_tiles, per_sm * _sm_count(str(x.device))) if per_sm else n_tiles,)
-    softmax_kernel[grid](
-        x, out, n_rows, n_cols, x.stride(0), x.stride(1), out.stride(0), out.stride(1),
-        BLOCK_COLS=block_cols, **meta, **options,
-    )
+    softmax_kernel[grid](x, out, n_rows, n_cols, x.stride(0), x.stride(1), out.stride(0),
+                         out.stride(1), BLOCK_COLS=block_cols, **meta, **options)
     return out
 
 
@@ -293,23 +297,18 @@ def persistent_fits(config: Config, sizes, elem_bytes: int, limits) -> str | Non
     return None
 
 
-# Narrower pieces spend more time waiting on their partners than a whole row costs one
-# program (the H200's fastest 65,536-wide splits had pieces of 4,096-8,192 columns);
-# narrower tiles pay a loop step each for little work.
+# Narrower pieces wait on their partners longer than a whole row costs one program (the
+# H200's fastest 65,536-wide splits: 4,096-8,192); narrower tiles pay a loop step each.
 MIN_PIECE_COLS, MIN_TILE_COLS = 4096, 2048
 
 
 def split_fits(config: Config, sizes, elem_bytes: int, limits) -> str | None:
-    """SPLIT programs share one row (one program per piece); TILES > 1 walks each piece in
-    tiles, for rows too wide to hold in registers (narrower rows fit, and read once)."""
+    """SPLIT programs share a row, a piece each; TILES > 1 walks pieces too wide to hold."""
     split, tiles, cols = config["SPLIT"], config["TILES"], sizes["cols"]
     if split == 1 and tiles == 1:
         if cols > MAX_ROW_COLS:
             return f"rows of {cols} columns need SPLIT > 1 or TILES > 1"
         return None
-    if config["ROWS"] > 1 or config["PER_SM"] > 0:
-        return (f"SPLIT={split} TILES={tiles} shares one row among programs: it needs ROWS=1 "
-                "and PER_SM=0")
     if split > limits.sms:
         return (f"SPLIT={split} pieces of a row could not all be resident on "
                 f"{limits.sms} SMs (a piece waits for its partners)")
@@ -325,12 +324,24 @@ def split_fits(config: Config, sizes, elem_bytes: int, limits) -> str | None:
     return None
 
 
+def one_kernel_per_config(config: Config) -> str | None:
+    """ROWS and PER_SM are the row kernel's, SPLIT, TILES and KEEP_LAST the split kernel's: a
+    config setting both is neither's, left out of the space (not a `skipped` row per shape)."""
+    if (config["SPLIT"] > 1 or config["TILES"] > 1) and (config["ROWS"] > 1 or config["PER_SM"]):
+        return (f"SPLIT={config['SPLIT']} TILES={config['TILES']} shares one row among "
+                "programs: it needs ROWS=1 and PER_SM=0")
+    if config["KEEP_LAST"] and config["TILES"] == 1:
+        return "KEEP_LAST=1 keeps a walked piece's last tile; TILES=1 keeps the whole piece"
+    return None
+
+
 SPACE = Space(
     params={"ROWS": (1, 2, 4, 8), "num_warps": (1, 2, 4, 8, 16, 32), "PER_SM": (0, 1, 2),
-            "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128), "TILES": (1, 2, 4, 8)},
+            "SPLIT": (1, 2, 4, 8, 16, 32, 64, 128), "TILES": (1, 2, 4, 8), "KEEP_LAST": (0, 1)},
     constraints=(split_fits, row_tile_fits, rows_not_exceeding, persistent_fits),
+    excludes=(one_kernel_per_config,),
     default=DEFAULT_CONFIG,
-    added={"PER_SM": 0, "SPLIT": 1, "TILES": 1},  # configs from before them
+    added={"PER_SM": 0, "SPLIT": 1, "TILES": 1, "KEEP_LAST": 0},  # configs from before them
 )
 
 
@@ -366,33 +377,22 @@ def check_shape(shape: Shape) -> None:
 SPEC = KernelSpec(
     name="softmax",
     summary="numerically stable softmax over the last dim, fp32 math, one pass over memory",
-    dims=("rows", "cols"),
-    dtypes=(torch.float32, torch.float16, torch.bfloat16),
-    launch=launch,
-    allocate_outputs=allocate_outputs,
-    reference=softmax_reference,
-    baselines={
-        "torch": torch_softmax,
-        "unfused": unfused_softmax,
-        "compiled": compile_baseline(unfused_softmax),
-    },
+    dims=("rows", "cols"), dtypes=(torch.float32, torch.float16, torch.bfloat16),
+    launch=launch, allocate_outputs=allocate_outputs, reference=softmax_reference,
+    baselines={"torch": torch_softmax, "unfused": unfused_softmax,
+               "compiled": compile_baseline(unfused_softmax)},
     space=SPACE,
-    # 8192 rows (fewer past 65,536 columns: vocabularies of 128K-1M): every shape moves at
-    # least 32 MB (bf16), most 2 GB, past the 60 MB L2: the numbers are about memory.
+    # 8192 rows (fewer past 65,536 columns, vocabularies of 128K-1M): 32 MB-2 GB (bf16) each.
     default_shapes=tuple(Shape.of(rows=rows_for(c), cols=c) for c in (
         1024, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)),
     small_shapes=(Shape.of(rows=37, cols=129), Shape.of(rows=64, cols=1000),
                   Shape.of(rows=2, cols=1000)),  # (cheap for check's configs of many SPLIT)
     make_inputs=make_inputs,
-    tolerance={
-        # Outputs lie in [0, 1]; atol covers the tiny probabilities near fp16's subnormals.
-        torch.float32: Tolerance(atol=1e-6, rtol=1e-5),
-        torch.float16: Tolerance(atol=1e-5, rtol=2e-3),
-        torch.bfloat16: Tolerance(atol=1e-5, rtol=1e-2),
-    },
-    cost=cost,
-    metric=GBPS,
-    check_shape=check_shape,
+    # Outputs lie in [0, 1]; atol covers the tiny probabilities near fp16's subnormals.
+    tolerance={torch.float32: Tolerance(atol=1e-6, rtol=1e-5),
+               torch.float16: Tolerance(atol=1e-5, rtol=2e-3),
+               torch.bfloat16: Tolerance(atol=1e-5, rtol=1e-2)},
+    cost=cost, metric=GBPS, check_shape=check_shape,
     from_size=lambda n: Shape.of(rows=rows_for(n), cols=n),
     small_from_size=lambda n: Shape.of(rows=INTERPRETER_ROWS, cols=n),
     interpreter_seconds=lambda shape, config: row_interpreter_seconds(dict(shape.dims), config),
