@@ -134,6 +134,28 @@ def test_stale_rows_are_warnings_not_errors(root):
     assert f"tuned under triton {stale}" in result.stderr
 
 
+def test_rows_of_another_source_of_the_module_are_stale(root):
+    """A winner tuned on code the module no longer has is a warning (a sweep would measure its
+    shape again), named with both hashes; rows of today's source are not."""
+    import csv
+
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.source import source_hash
+
+    path = root / "configs" / "nvidia-h200" / "rope.csv"
+    rows = list(csv.DictReader(path.open()))
+    current = source_hash(get_spec("rope"))
+    assert {r["source"] for r in rows} == {current}  # the committed rows are today's
+    lines = path.read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace(f",{current},", ",0123456789,")
+    path.write_text("".join(lines))
+    result = tlab("check", "--root", str(root), "--interpret", "--kernel", "rope", "--no-timing")
+    assert result.returncode == 0, result.stderr
+    stale = [line for line in result.stderr.splitlines() if "another source" in line]
+    assert stale == [f"{path}:3: stale: 1 row(s) (line 3) tuned on another source of rope's "
+                     f"module (0123456789, this is {current}): re-tune"]
+
+
 def test_kernel_and_dtype_filters_pick_the_files_and_rows_checked(root):
     result = tlab("check", "--root", str(root), "--interpret", "--kernel", "matmul",
                   "--dtype", "fp16")

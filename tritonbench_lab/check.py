@@ -5,12 +5,13 @@ dtype, shape, numbers and config are valid, every config lies inside the kernel'
 file holds exactly the winners that the winner rule (winners.py) picks from the results file
 beside it (when that file is there), and every distinct config computes the right result at
 a small shape (in Triton's interpreter without a GPU). Rows tuned under another triton minor
-version are reported as stale (a warning, not an error). On a GPU whose slug matches the
-file's folder, each winner is timed again at its shape, with the budget its row was timed
-with, in several fresh worker processes, and the best of their medians must not be slower
-than recorded by more than the tolerance, relative to the PyTorch op where the row recorded
-it, and by more than retime.NOISE_FLOOR_MS (retime.py says how, and how short kernels
-are judged).
+version, or on another source of the kernel's module (its `source` hash: a sweep would
+measure their shapes again), are reported as stale (a warning, not an error). On a GPU whose
+slug matches the file's folder, each winner is timed again at its shape, with the budget its
+row was timed with, in several fresh worker processes, and the best of their medians must
+not be slower than recorded by more than the tolerance, relative to the PyTorch op where the
+row recorded it, and by more than retime.NOISE_FLOOR_MS (retime.py says how, and how short
+kernels are judged).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tritonbench_lab.records import (
     replace,
 )
 from tritonbench_lab.shapes import shape_sizes
+from tritonbench_lab.source import source_hash
 from tritonbench_lab.space import config_text
 from tritonbench_lab.store import load_records, read_text
 from tritonbench_lab.winners import pick_winners
@@ -140,11 +142,27 @@ def validate(path: Path, rows: list[tuple[int, Winner]], spec, triton_version: s
         if _minor(w.triton) != _minor(triton_version):
             stale.setdefault(w.triton, []).append(number)
     for version, lines in stale.items():
-        span = f"{lines[0]}-{lines[-1]}" if lines == list(range(lines[0], lines[-1] + 1)) \
-            else ", ".join(map(str, lines))
-        problems.append(Problem(path, lines[0], STALE, f"{len(lines)} row(s) (lines {span}) "
-                                f"tuned under triton {version}, this is {triton_version}: re-tune"))
+        problems.append(Problem(path, lines[0], STALE, f"{_rows(lines)} tuned under triton "
+                                f"{version}, this is {triton_version}: re-tune"))
+    # Rows of another source of the kernel's module: winners still, but a sweep would measure
+    # their shapes again (resume keeps only rows of the code as it is).
+    current, sources = source_hash(spec), {}
+    for number, w in valid:
+        if w.source and current != "unknown" and w.source != current:
+            sources.setdefault(w.source, []).append(number)
+    for source, lines in sources.items():
+        problems.append(Problem(path, lines[0], STALE, f"{_rows(lines)} tuned on another source "
+                                f"of {spec.name}'s module ({source}, this is {current}): re-tune"))
     return problems, valid
+
+
+def _rows(lines: list[int]) -> str:
+    """'3 row(s) (lines 2-4)', the lines listed where they are not consecutive, '(line 3)'."""
+    if len(lines) == 1:
+        return f"1 row(s) (line {lines[0]})"
+    span = f"{lines[0]}-{lines[-1]}" if lines == list(range(lines[0], lines[-1] + 1)) \
+        else ", ".join(map(str, lines))
+    return f"{len(lines)} row(s) (lines {span})"
 
 
 def against_results(path: Path, rows: list[tuple[int, Winner]], results: Path) -> list[Problem]:
