@@ -358,6 +358,42 @@ def test_editing_the_kernel_module_measures_again(tmp_path):
     assert all(len(source) == 10 for source in sources)
 
 
+def test_a_pruned_config_is_one_row_per_reason_whatever_the_source(tmp_path):
+    """Rows of another source are measured again, but a config pruned for the same reason is
+    not written again (it holds no measurement); a new reason is."""
+    import csv
+
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps(SOFTMAX_SPACE))
+    out = tmp_path / "out"
+    assert sweep(*SOFTMAX, "--space", str(space), out=out).returncode == 0
+    path = results_path(out, "interpreter", "softmax")
+
+    def rewrite(change):  # every row through `change`, as if written by another source
+        with path.open() as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            change(row)
+        with path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+
+    rewrite(lambda row: row.update(source="0123456789"))
+    before = load_records(path)
+    assert sweep(*SOFTMAX, "--space", str(space), out=out).returncode == 0
+    new = load_records(path)[len(before):]
+    assert [r for r in new if r.status == SKIPPED] == []
+    assert {r.config for r in new if r.provider == TRITON} == {ONE_ROW_W4}  # measured again
+    # The constraint now gives another reason for one pruned config: recorded again.
+    wide = f"ROWS=1 num_warps=32 {ROW_KERNEL}"
+    rewrite(lambda row: row.update(error="an older reason") if row["config"] == wide else None)
+    before = load_records(path)
+    assert sweep(*SOFTMAX, "--space", str(space), out=out).returncode == 0
+    new = load_records(path)[len(before):]
+    assert [(r.config, r.status) for r in new] == [(wide, SKIPPED)] and "idle" in new[0].error
+
+
 def test_a_shape_too_big_for_the_interpreter_is_refused_with_one_it_accepts(tmp_path):
     import re
 

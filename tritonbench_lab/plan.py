@@ -341,6 +341,17 @@ def task_key(request: SweepRequest, task: Task) -> tuple[str, ...]:
     return tuple(str(values[c]) for c in KEY_COLUMNS)
 
 
+def pruned_key(request: SweepRequest, p: Planned) -> tuple[str, ...] | None:
+    """What a `skipped` row of this planned config says (Record.pruned_key), None when it is
+    not pruned. A sweep writes the row once per GPU and reason, not again for a new toolchain
+    or source as it measures again: the row holds no measurement, and every edit of a module
+    would otherwise append its whole pruned space (softmax: 90,000 rows)."""
+    if not p.skip_reason:
+        return None
+    return (request.fingerprint.gpu_slug, p.task.kernel, p.task.dtype,
+            str(request.spec.shape(*p.task.sizes)), config_text(p.task.config), p.skip_reason)
+
+
 def estimated_total_seconds(request: SweepRequest, planned: list[Planned]) -> float | None:
     """Rough interpreter time of the planned attempts (None on a GPU or without a model)."""
     if not request.interpret or request.spec.interpreter_seconds is None:

@@ -117,6 +117,10 @@ class Record:
     def key(self) -> tuple[str, ...]:
         return tuple(str(getattr(self, c)) for c in KEY_COLUMNS)
 
+    def pruned_key(self) -> tuple[str, ...]:
+        """GPU, kernel, dtype, shape, config and reason of a `skipped` row (plan.pruned_key)."""
+        return (self.gpu_slug, self.kernel, self.dtype, self.shape, self.config, self.error)
+
     def toolchain(self) -> tuple[str, ...]:
         return tuple(getattr(self, c) for c in TOOLCHAIN_COLUMNS)
 

@@ -49,6 +49,7 @@ from tritonbench_lab.plan import (
     check_request,
     is_same_toolchain,
     plan,
+    pruned_key,
     task_key,
 )
 from tritonbench_lab.precompile import CompilePool, Job, config_major
@@ -144,17 +145,17 @@ def make_record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome
 class _Run:
     """One invocation's state: the rows so far per shape, the writer, the compile pool."""
 
-    def __init__(self, request: SweepRequest, events: SweepEvents, existing: list[Record]):
+    def __init__(self, request: SweepRequest, events: SweepEvents, existing: list[Record], pruned):
         self.request = request
         self.events = events
         self.run_id = new_run_id()
         self.records: list[Record] = []  # written by this run
         self.done = {r.key() for r in existing}
+        self.pruned = pruned  # pruned_key of every `skipped` row in the file
         # With --fresh only this run's rows compete; otherwise every row of this toolchain.
         self.rows: dict[tuple[str, str], list[Record]] = {}
         # --fresh: configs confirmed by earlier runs of this toolchain still stand in the file
-        # with their old times (another day, maybe another GPU); each is confirmed again, so
-        # that no stale confirmation can win over this run's.
+        # with their old times; each is confirmed again, so no stale one wins over this run's.
         self.earlier_confirmed: dict[tuple[str, str], list[str]] = {}
         if request.fresh:
             for r in standing([r for r in load_records(request.results_file)
@@ -171,6 +172,10 @@ class _Run:
 
     def is_done(self, task: Task) -> bool:
         return task_key(self.request, task) in self.done
+
+    def recorded(self, p: Planned) -> bool:
+        """Measured by this toolchain and source, or pruned alike by any (plan.pruned_key)."""
+        return self.is_done(p.task) or pruned_key(self.request, p) in self.pruned
 
     def keep(self, record: Record) -> Record:
         with self.lock:
@@ -218,7 +223,7 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
                     request.bench_for(phase, provider, min(times, default=None)))
 
     for p in items:
-        if p.skip_reason and not run.is_done(p.task):
+        if p.skip_reason and not run.recorded(p):
             run.keep(make_record(request, run.run_id, p.task, Outcome(SKIPPED, p.skip_reason)))
     baselines = Batch([task({}, SWEEP, p.task.provider) for p in items
                        if p.task.provider != TRITON and not run.is_done(p.task)], SWEEP)
@@ -330,9 +335,11 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     events = events or SweepEvents()
     check_request(request)
     results_file = request.results_file
-    run = _Run(request, events, [] if request.fresh else load_records(results_file))
+    rows = load_records(results_file)
+    pruned = {r.pruned_key() for r in rows if r.status == SKIPPED}
+    run = _Run(request, events, [] if request.fresh else rows, pruned)
     planned = plan(request)
-    todo = [p for p in planned if not run.is_done(p.task)]
+    todo = [p for p in planned if not run.recorded(p)]
     skips = sum(bool(p.skip_reason) for p in todo)
     exhaustive = request.search == "exhaustive"
     to_measure = [p.task for p in todo if not p.skip_reason and (
