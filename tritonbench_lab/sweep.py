@@ -145,21 +145,21 @@ def make_record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome
 class _Run:
     """One invocation's state: the rows so far per shape, the writer, the compile pool."""
 
-    def __init__(self, request: SweepRequest, events: SweepEvents, existing: list[Record], pruned):
+    def __init__(self, request: SweepRequest, events: SweepEvents, rows: list[Record]):
         self.request = request
         self.events = events
         self.run_id = new_run_id()
         self.records: list[Record] = []  # written by this run
+        existing = [] if request.fresh else rows  # what resume counts as done
         self.done = {r.key() for r in existing}
-        self.pruned = pruned  # pruned_key of every `skipped` row in the file
+        self.pruned = {r.pruned_key() for r in rows if r.status == SKIPPED}  # even --fresh
         # With --fresh only this run's rows compete; otherwise every row of this toolchain.
         self.rows: dict[tuple[str, str], list[Record]] = {}
         # --fresh: configs confirmed by earlier runs of this toolchain still stand in the file
         # with their old times; each is confirmed again, so no stale one wins over this run's.
         self.earlier_confirmed: dict[tuple[str, str], list[str]] = {}
         if request.fresh:
-            for r in standing([r for r in load_records(request.results_file)
-                               if is_same_toolchain(request, r)]):
+            for r in standing([r for r in rows if is_same_toolchain(request, r)]):
                 if r.provider == TRITON and r.confirmed and r.status == OK:
                     self.earlier_confirmed.setdefault((r.dtype, r.shape), []).append(r.config)
         for r in existing:
@@ -335,9 +335,7 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     events = events or SweepEvents()
     check_request(request)
     results_file = request.results_file
-    rows = load_records(results_file)
-    pruned = {r.pruned_key() for r in rows if r.status == SKIPPED}
-    run = _Run(request, events, [] if request.fresh else rows, pruned)
+    run = _Run(request, events, load_records(results_file))
     planned = plan(request)
     todo = [p for p in planned if not run.recorded(p)]
     skips = sum(bool(p.skip_reason) for p in todo)

@@ -12,8 +12,8 @@ Which row:
   TlabError that names the kernel's dims;
 - the same dtype and the exact shape, when it was tuned;
 - otherwise the nearest tuned shape *of the same alignment class*, both taken from the
-  kernel's `near_sizes` of the sizes when it has them (a kernel that sees batch and sequence
-  only as their product can compare tokens; no built-in one does yet): each size divisible by
+  kernel's `near_sizes` of the sizes when it has them (rope sees batch and sequence only as
+  their product, so it compares tokens, heads and head_dim): each size divisible by
   16, by 8 only, or by neither. The class decides what a config can do (16-byte loads, tensor
   descriptors), so a config never crosses it. Nearest means the smallest sum over dims of
   |log2(size / tuned size)| (3000 is nearer 4096 than 2048), ties to the larger shape (a
