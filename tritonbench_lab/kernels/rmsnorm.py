@@ -56,10 +56,12 @@ DEFAULT_ROWS = 16384  # rows (tokens) when only a width is given
 @triton.jit
 def rmsnorm_kernel(
     x_ptr, r_ptr, w_ptr, y_ptr, h_ptr,  # input, residual, weight, output, x + residual
-    n_rows, n_cols,  # sizes
+    n_rows,  # rows
     stride_xm, stride_rm, stride_ym, stride_hm,  # row strides (columns are contiguous)
     eps,  # added to the mean square before the square root
-    BLOCK_COLS: tl.constexpr,  # n_cols rounded up to a power of two
+    N_COLS: tl.constexpr,  # the width, a compile-time constant (as layernorm's): the column
+    # mask folds away where N_COLS == BLOCK_COLS, and 1 / N_COLS is a constant
+    BLOCK_COLS: tl.constexpr,  # N_COLS rounded up to a power of two
     ROWS: tl.constexpr,  # rows per program
     HAS_RESIDUAL: tl.constexpr,  # add r to x first and write the sum to h
 ):
@@ -67,7 +69,7 @@ def rmsnorm_kernel(
     cols = tl.arange(0, BLOCK_COLS)
     # Rows past the end re-read a real row and are not stored.
     safe_rows = (rows % n_rows)[:, None]
-    col_mask = cols[None, :] < n_cols
+    col_mask = cols[None, :] < N_COLS
     store_mask = (rows[:, None] < n_rows) & col_mask
     x = tl.load(x_ptr + safe_rows * stride_xm + cols[None, :], mask=col_mask, other=0.0)
     x = x.to(tl.float32)
@@ -77,8 +79,10 @@ def rmsnorm_kernel(
         tl.store(h_ptr + rows[:, None] * stride_hm + cols[None, :],
                  x.to(h_ptr.dtype.element_ty), mask=store_mask)
     # Padded columns are zero, so they add nothing to the sum of squares.
-    inv_rms = tl.math.rsqrt(tl.sum(x * x, axis=1) / n_cols + eps)
-    w = tl.load(w_ptr + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+    inv_rms = tl.math.rsqrt(tl.sum(x * x, axis=1) / N_COLS + eps)
+    # w is read by every program: asked to stay in the L2 as the rows stream past.
+    w = tl.load(w_ptr + cols, mask=cols < N_COLS, other=0.0, eviction_policy="evict_last")
+    w = w.to(tl.float32)
     y = x * inv_rms[:, None] * w[None, :]
     tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :],
              y.to(y_ptr.dtype.element_ty), mask=store_mask)
@@ -120,9 +124,10 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS,
     # Without a residual, x stands in for the unused pointers; the branch never touches them.
     r, h = (residual, residual_out) if has_residual else (x, out)
     rmsnorm_kernel[(triton.cdiv(n_rows, meta["ROWS"]),)](
-        x, r, weight.contiguous(), out, h, n_rows, n_cols,
+        x, r, weight.contiguous(), out, h, n_rows,
         x.stride(0), r.stride(0), out.stride(0), h.stride(0), eps,
-        BLOCK_COLS=next_power_of_2(n_cols), HAS_RESIDUAL=has_residual, **meta, **options,
+        N_COLS=n_cols, BLOCK_COLS=next_power_of_2(n_cols), HAS_RESIDUAL=has_residual,
+        **meta, **options,
     )
     return (out, residual_out) if has_residual else out
 
@@ -280,7 +285,7 @@ SPEC = KernelSpec(
     from_size=lambda n: Shape.of(rows=DEFAULT_ROWS, cols=n),
     small_from_size=lambda n: Shape.of(rows=INTERPRETER_ROWS, cols=n),
     interpreter_seconds=lambda shape, config: row_interpreter_seconds(dict(shape.dims), config),
-    autotune_key=("n_rows", "n_cols"),
+    autotune_key=("n_rows", "N_COLS"),
 )
 
 # The fused variant differs from the plain one only in what it computes and moves.
