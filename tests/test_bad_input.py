@@ -269,6 +269,13 @@ CASES = [
          ["'--confirm-rep-ms'", "valid integer"]),
     case("check-kernel-without-configs", ["check", "--root", "{tmp}", "--kernel", "layernorm"],
          ["no config files under", "for kernel(s) layernorm"]),
+    case("archive-without-results", ["archive", "--root", "{tmp}"],
+         ["no results files under '{tmp}/results'"]),
+    case("archive-unknown-kernel", ["archive", "--root", "{tmp}", "--kernel", "nope"],
+         ["unknown kernel(s) nope in --kernel", "accepted are", "softmax"]),
+    case("archive-foreign-results", ["archive", "--root", "{tmp}"],
+         ["is not a results file of this tlab's layout", "nothing archived"],
+         setup=_foreign_results),
 ]
 
 

@@ -15,6 +15,7 @@ import typer
 
 from tritonbench_lab import __version__
 from tritonbench_lab.cli import (
+    archive_cmd,
     calibrate_cmd,
     check_cmd,
     compare_cmd,
@@ -66,6 +67,7 @@ targets_cmd.register(app)
 explain_cmd.register(app)
 opsbench_cmd.register(app)
 compile_cmd.register(app)
+archive_cmd.register(app)
 
 
 def fail(message: str) -> None:
