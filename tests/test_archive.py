@@ -139,3 +139,13 @@ def test_the_command_moves_rows_of_sources_other_than_the_modules_today(results,
     kept = pd.read_csv(results)
     assert set(kept[kept["shape"] == "64x4096"]["source"]) == {today}
     assert set(kept[kept["shape"] == "64x1024"]["source"]) == {"old", "new"}
+
+
+def test_a_malformed_row_is_named_and_nothing_moves(results):
+    lines = results.read_text().splitlines(keepends=True)
+    lines[2] = ",".join(lines[2].split(",")[:10]) + "\n"  # a row cut short, rows after it kept
+    results.write_text("".join(lines))
+    with pytest.raises(TlabError, match="line 3"):
+        archive_results(results, "new")
+    assert results.read_text() == "".join(lines)
+    assert not archive_path(results).exists()

@@ -26,14 +26,13 @@ from __future__ import annotations
 import csv
 import fcntl
 import gzip
-import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import SKIPPED, Record, row_decoder
-from tritonbench_lab.store import _cut_partial_tail, columns_of, make_folder
+from tritonbench_lab.records import SKIPPED, Record
+from tritonbench_lab.store import _cut_partial_tail, columns_of, load_records, make_folder
 from tritonbench_lab.winners import pick_winners
 
 ARCHIVE_FOLDER = "archive"
@@ -108,8 +107,9 @@ def archive_results(results: Path, source: str, dry_run: bool = False) -> Archiv
             if next(csv.reader([header])) != list(columns_of(Record)):
                 raise TlabError(f"{str(results)!r} is not a results file of this tlab's layout "
                                 "(a sweep upgrades an older one): nothing archived")
-            decode = row_decoder(Record)
-            records = [decode(cells) for cells in csv.reader(io.StringIO("".join(body)))]
+            records = load_records(results)  # a malformed row: one line naming it
+            if len(records) != len(body):
+                raise TlabError(f"{str(results)!r} changed while it was read: nothing archived")
             moves = _split(records, source)
             moved = [line for line, move in zip(body, moves, strict=True) if move]
             kept = [line for line, move in zip(body, moves, strict=True) if not move]
