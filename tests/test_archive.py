@@ -149,3 +149,33 @@ def test_a_malformed_row_is_named_and_nothing_moves(results):
         archive_results(results, "new")
     assert results.read_text() == "".join(lines)
     assert not archive_path(results).exists()
+
+
+def test_a_foreign_file_without_a_last_newline_is_left_byte_for_byte(tmp_path):
+    path = tmp_path / "softmax.csv"
+    path.write_bytes(b"name,value\nfoo,1\nbar")
+    with pytest.raises(TlabError, match="not a results file"):
+        archive_results(path, "new")
+    assert path.read_bytes() == b"name,value\nfoo,1\nbar"
+
+
+def test_the_command_changes_no_file_when_one_of_them_is_bad(results, tmp_path):
+    """results/other-gpu/ sorts after results/fixture-gpu/: the good file must not be
+    archived before the bad one is found."""
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.source import source_hash
+
+    today = source_hash(get_spec("softmax"))
+    append_rows(results, [dataclasses.replace(r, source=today, timestamp="2026-01-01T00:30:00+00:00")
+                          for r in load_records(results) if r.shape == "64x4096"])
+    bad = results.parent.parent / "other-gpu" / "softmax.csv"
+    bad.parent.mkdir()
+    bad.write_text("name,value\nfoo,1\n")
+    before = results.read_bytes()
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-m", "tritonbench_lab", "archive", "--root",
+                           str(tmp_path)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith("tlab: error: ") and "not a results file" in done.stderr
+    assert results.read_bytes() == before
+    assert not archive_path(results).exists()

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.records import SKIPPED, Record
-from tritonbench_lab.store import _cut_partial_tail, columns_of, load_records, make_folder
+from tritonbench_lab.store import columns_of, load_records, make_folder, rewrite_in_place
 from tritonbench_lab.winners import pick_winners
 
 ARCHIVE_FOLDER = "archive"
@@ -95,12 +95,9 @@ def archive_results(results: Path, source: str, dry_run: bool = False) -> Archiv
     with handle:
         fcntl.flock(handle, fcntl.LOCK_SH if dry_run else fcntl.LOCK_EX)
         try:
-            if not dry_run:
-                _cut_partial_tail(handle)  # a killed writer's torn row is no row
-            handle.seek(0)
             lines = handle.read().decode("utf-8").splitlines(keepends=True)
             if lines and not lines[-1].endswith("\n"):
-                lines.pop()  # dry run: a torn last row, as every reader ignores it
+                lines.pop()  # a killed writer's torn row: no row (a rewrite drops it)
             if not lines:
                 return Archived(results, target, 0, 0, 0)
             header, body = lines[0], lines[1:]
@@ -117,11 +114,7 @@ def archive_results(results: Path, source: str, dry_run: bool = False) -> Archiv
                        if not move)
             if moved and not dry_run:
                 _append_member(target, header, moved)
-                handle.seek(0)
-                handle.truncate()
-                handle.write((header + "".join(kept)).encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
+                rewrite_in_place(handle, (header + "".join(kept)).encode("utf-8"))
             return Archived(results, target, len(moved), len(kept), held)
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)

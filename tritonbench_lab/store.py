@@ -206,9 +206,15 @@ def _upgrade_layout(handle, cls: type, path: Path) -> None:
     next(reader)
     extra = list(filled.values())
     upgraded = _line(list(columns_of(cls))) + "".join(_line(row + extra) for row in reader)
+    rewrite_in_place(handle, upgraded.encode())
+
+
+def rewrite_in_place(handle, data: bytes) -> None:
+    """Replace a locked file's content through its open handle: in place, not by rename, so
+    that every writer keeps locking the same file (a layout upgrade, `tlab archive`)."""
     handle.seek(0)
     handle.truncate()
-    handle.write(upgraded.encode())
+    handle.write(data)
     handle.flush()
     os.fsync(handle.fileno())
 

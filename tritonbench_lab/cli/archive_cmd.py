@@ -3,6 +3,7 @@ results/<gpu>/archive/<kernel>.csv.gz (tritonbench_lab/archive.py says what stay
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -51,8 +52,15 @@ def archive(
         if path.stem not in names():
             out.print(f"{path}: left as it is (no kernel {path.stem!r} here: give its "
                       "--kernel-module)", markup=False, highlight=False)
-            continue
-        done = archive_results(path, source_hash(get_spec(path.stem)), dry_run=dry_run)
+    sources = {path: source_hash(get_spec(path.stem)) for path in files if path.stem in names()}
+    # Every file read and checked before any is changed: a bad one stops the command with
+    # nothing moved anywhere.
+    for path, source in sources.items():
+        if not dry_run and not os.access(path, os.W_OK):
+            raise TlabError(f"results file {str(path)!r} is not writable: nothing archived")
+        archive_results(path, source, dry_run=True)
+    for path, source in sources.items():
+        done = archive_results(path, source, dry_run=dry_run)
         moved += done.moved
         table.add_row(str(path.relative_to(layout.results)), str(done.moved), str(done.kept),
                       str(done.held))

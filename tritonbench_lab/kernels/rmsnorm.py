@@ -60,7 +60,8 @@ def rmsnorm_kernel(
     stride_xm, stride_rm, stride_ym, stride_hm,  # row strides (columns are contiguous)
     eps,  # added to the mean square before the square root
     N_COLS: tl.constexpr,  # the width, a compile-time constant (as layernorm's): the column
-    # mask folds away where N_COLS == BLOCK_COLS, and 1 / N_COLS is a constant
+    # mask folds away where N_COLS == BLOCK_COLS, and 1 / N_COLS is a constant; the price is
+    # one compile per width a caller uses, not per power of two
     BLOCK_COLS: tl.constexpr,  # N_COLS rounded up to a power of two
     ROWS: tl.constexpr,  # rows per program
     HAS_RESIDUAL: tl.constexpr,  # add r to x first and write the sum to h
