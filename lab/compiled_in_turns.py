@@ -5,7 +5,9 @@ in one process, ROUNDS rounds of do_bench each; prints the median ratio (torch.c
 time / the winner's) and the range of the per-round ratios. How the layernorm and rope rows
 of BENCHMARKS.md's "Where tlab falls short" were timed (2026-12-04 night).
 
-    PYTHONPATH=. python3 lab/compiled_in_turns.py [kernel:dtype:shape ...]
+    PYTHONPATH=. python3 lab/compiled_in_turns.py [kernel:dtype:shape[:key=value,...] ...]
+
+A fourth field overrides entries of the committed config (e.g. `:num_stages=1`).
 """
 
 import csv
@@ -35,13 +37,13 @@ def committed_config(kernel: str, dtype: str, shape: str) -> dict:
     raise KeyError((kernel, dtype, shape))
 
 
-def ratios(kernel: str, dtype_text: str, shape_text: str) -> tuple[dict, list[float]]:
+def ratios(kernel: str, dtype_text: str, shape_text: str, override: dict) -> tuple[dict, list[float]]:
     spec = get_spec(kernel)
     torch._dynamo.reset()
     compiled = spec.baselines["compiled"]
     shape = spec.shape(*map(int, shape_text.split("x")))
     inputs = spec.make_inputs(shape, parse_dtype(dtype_text), "cuda", 0)
-    config = committed_config(kernel, dtype_text, shape_text)
+    config = {**committed_config(kernel, dtype_text, shape_text), **override}
     outputs = spec.allocate_outputs(inputs)
     out = []
     for _ in range(ROUNDS):
@@ -54,8 +56,9 @@ def ratios(kernel: str, dtype_text: str, shape_text: str) -> tuple[dict, list[fl
 
 def main(cases: list[str]) -> None:
     for case in cases:
-        kernel, dtype_text, shape_text = case.split(":")
-        config, got = ratios(kernel, dtype_text, shape_text)
+        kernel, dtype_text, shape_text, *rest = case.split(":")
+        override = dict(item.split("=") for item in rest[0].split(",")) if rest else {}
+        config, got = ratios(kernel, dtype_text, shape_text, {k: int(v) for k, v in override.items()})
         print(f"{kernel} {dtype_text} {shape_text} {config}: median "
               f"{statistics.median(got):.4f}x, range {min(got):.4f}-{max(got):.4f} over "
               f"{ROUNDS} rounds", flush=True)

@@ -17,6 +17,7 @@ shape as one with a single result.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -262,6 +263,14 @@ def spec_problems(spec: KernelSpec) -> list[str]:
 def triton_interpreting() -> bool:
     """True when Triton runs kernels through its CPU interpreter (TRITON_INTERPRET=1)."""
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
+
+
+@functools.cache
+def sm_count(device: str, stand_in: int) -> int:
+    """The SMs of a CUDA device (what a persistent grid is counted in), else `stand_in`."""
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_properties(torch.device(device)).multi_processor_count
+    return stand_in
 
 
 # torch.compile silently falls back to eager once one function has been recompiled more

@@ -9,27 +9,24 @@ PER_SM > 0 makes the grid persistent: PER_SM programs per SM walk the tiles, loa
 while working on the current (a wide row fills an SM, which would idle on its loads).
 
 SPLIT > 1 shares each row among SPLIT programs (`softmax_split_kernel`; a 65,536-wide fp32
-row is a whole SM's register file). Each piece's program keeps exp(x - its own max),
-publishes (its max, its sum) in one 64-bit word, waits until the row's other pieces have,
-and combines them the online way (sum_i s_i * exp(m_i - max_i m_i)) before it rescales.
+row is a whole SM's register file). A piece's program keeps exp(x - its own max), publishes
+(its max, its sum) in one 64-bit word, waits until the row's other pieces have, and combines
+them the online way (sum_i s_i * exp(m_i - max_i m_i)) before it rescales.
 
 Rows wider than 65,536 columns (up to 2^24) can also take TILES > 1: a piece is walked in
-TILES tiles with a running max and sum, then read again after the wait to write y. The
-first walk asks the L2 to keep x (evict_last), the second and the stores of y to leave it
-first: x crosses HBM once, and a program holds a tile, not a piece, so a row needs fewer
-pieces (fewer partners to wait for). KEEP_LAST=1 keeps the last tile's numerators in
-registers instead. Walked pieces win past 262,144 bf16 columns on the H200 (BENCHMARKS.md).
+TILES tiles with a running max and sum, then read again after the wait to write y. The first
+walk asks the L2 to keep x (evict_last), the second and y's stores to leave it first: x
+crosses HBM once, a program holds a tile, and a row needs fewer pieces (fewer partners to wait
+for). KEEP_LAST=1 keeps the last tile's numerators in registers instead (BENCHMARKS.md).
 
 The wait relies on the GPU starting a 1-D grid's programs in launch order (NVIDIA GPUs do;
-CUDA does not promise it): the pieces of the oldest unfinished row can then all be resident
-while SPLIT <= the SM count (wider splits are pruned), so a row always finishes (a hang is
-the sweep's timeout). The interpreter runs programs one by one: every piece publishes in a
-first launch there, and the second never waits.
+CUDA does not promise it): the pieces of the oldest unfinished row are then all resident while
+SPLIT <= the SM count (wider splits are pruned), so a row always finishes (a hang is the
+sweep's timeout). The interpreter runs programs one by one: every piece publishes in a first
+launch there, and the second never waits.
 """
 
 from __future__ import annotations
-
-import functools
 
 import torch
 import triton
@@ -55,6 +52,7 @@ from tritonbench_lab.spec import (
     Shape,
     Tolerance,
     compile_baseline,
+    sm_count,
     triton_interpreting,
 )
 
@@ -70,6 +68,17 @@ def rows_for(cols: int) -> int:  # rows of a default shape `cols` wide
     return max(1, min(DEFAULT_ROWS, DEFAULT_ELEMENTS // cols))
 
 
+LOG2E = tl.constexpr(1.4426950408889634)
+
+
+@triton.jit
+def _exp_shifted(x, m):
+    """exp(x - m) an element as ex2((x - m) * log2(e)): three instructions on sm_90 where tl.exp
+    emits six (its range test and two conditional scalings keep results under 2^-126, which
+    flush to zero here). x * log2(e) - m * log2(e), one fewer, loses x's digits at |x| ~ 1e4."""
+    return tl.math.exp2((x - m) * LOG2E)
+
+
 @triton.jit
 def _load_tile(x_ptr, rows, cols, n_rows, n_cols, stride_xm, stride_xn):
     """The tile's rows; padding columns are -inf (exp(-inf) = 0). Rows past the end re-read a
@@ -82,7 +91,7 @@ def _load_tile(x_ptr, rows, cols, n_rows, n_cols, stride_xm, stride_xn):
 @triton.jit
 def _softmax_store(x, y_ptr, rows, cols, n_rows, n_cols, stride_ym, stride_yn):
     x = x.to(tl.float32)
-    numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
+    numerator = _exp_shifted(x, tl.max(x, axis=1)[:, None])
     # A reciprocal per row and a multiply per element: a divide is a special-function op.
     y = numerator * (1.0 / tl.sum(numerator, axis=1))[:, None]
     tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :] * stride_yn,
@@ -124,7 +133,7 @@ def _online(piece_max, piece_sum, tile):
     """One more tile, the online way: (new max, the sum rescaled to it + the tile's, numerators)."""
     new_max = tl.maximum(piece_max, tl.max(tile, axis=0))
     safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
-    numerator = tl.exp(tile - safe_max)
+    numerator = _exp_shifted(tile, safe_max)
     return new_max, piece_sum * tl.exp(piece_max - safe_max) + tl.sum(numerator, axis=0), numerator
 
 
@@ -152,7 +161,7 @@ def softmax_split_kernel(
     piece_max = tl.max(x, axis=0)
     # A piece wholly past the row's end (or all -inf) has max -inf: subtracting 0 keeps its
     # exponentials at exp(-inf) = 0 rather than NaN (the same for every max below).
-    numerator = tl.exp(x - tl.where(piece_max == -float("inf"), 0.0, piece_max))
+    numerator = _exp_shifted(x, tl.where(piece_max == -float("inf"), 0.0, piece_max))
     piece_sum = tl.sum(numerator, axis=0)
     for t in range(1, TILES - KEEP_LAST):  # read again after the wait: asked to stay in the L2
         tile_cols = start + t * TILE + tl.arange(0, TILE)
@@ -197,13 +206,12 @@ def softmax_split_kernel(
                 tile_cols = start + t * TILE + tl.arange(0, TILE)
                 tile = tl.load(x_row + tile_cols * stride_xn, mask=tile_cols < n_cols,
                                other=0.0, eviction_policy="evict_first")
-                y = tl.exp(tile.to(tl.float32) - row_max) * inv_sum
+                y = _exp_shifted(tile.to(tl.float32), row_max) * inv_sum
                 tl.store(y_row + tile_cols * stride_yn, y.to(y_ptr.dtype.element_ty),
                          mask=tile_cols < n_cols, eviction_policy="evict_first")
 
 
-DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1, "TILES": 1,
-                          "KEEP_LAST": 0}
+DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "PER_SM": 0, "SPLIT": 1, "TILES": 1, "KEEP_LAST": 0}
 
 
 def default_config(cols: int) -> Config:
@@ -215,14 +223,6 @@ def default_config(cols: int) -> Config:
     return {**DEFAULT_CONFIG, "num_warps": 8, "SPLIT": split, "TILES": max(tiles, 1)}
 
 
-@functools.cache
-def _sm_count(device: str) -> int:
-    """SMs of the device: the unit of the persistent grid (3 in the interpreter)."""
-    if device.startswith("cuda"):
-        return torch.cuda.get_device_properties(torch.device(device)).multi_processor_count
-    return 3
-
-
 def softmax(x: torch.Tensor, config: Config | None = None,
             out: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dimension of a 2-D tensor under exactly `config`."""
@@ -232,8 +232,7 @@ def softmax(x: torch.Tensor, config: Config | None = None,
     n_rows, n_cols = x.shape
     block_cols = next_power_of_2(n_cols)
     config = SPACE.complete(default_config(n_cols) if config is None else config)
-    if out is None:
-        out = torch.empty_like(x)
+    out = torch.empty_like(x) if out is None else out
     meta, options = split_config(config)
     split, tiles, keep_last = meta.pop("SPLIT"), meta.pop("TILES"), meta.pop("KEEP_LAST")
     if split == tiles == 1 and n_cols > MAX_ROW_COLS:
@@ -251,7 +250,8 @@ def softmax(x: torch.Tensor, config: Config | None = None,
         softmax_split_kernel[grid](*args, **meta, PUBLISH_ONLY=False, **options)
         return out
     n_tiles, per_sm = triton.cdiv(n_rows, meta["ROWS"]), meta["PER_SM"]
-    grid = (min(n_tiles, per_sm * _sm_count(str(x.device))) if per_sm else n_tiles,)
+    sms = sm_count(str(x.device), 3)  # (3 stand-in SMs in the interpreter)
+    grid = (min(n_tiles, per_sm * sms) if per_sm else n_tiles,)
     softmax_kernel[grid](x, out, n_rows, n_cols, x.stride(0), x.stride(1), out.stride(0),
                          out.stride(1), BLOCK_COLS=block_cols, **meta, **options)
     return out
