@@ -7,10 +7,15 @@ of BENCHMARKS.md's "Where tlab falls short" were timed (2026-12-04 night).
 
     PYTHONPATH=. python3 lab/compiled_in_turns.py [kernel:dtype:shape[:key=value,...] ...]
 
-A fourth field overrides entries of the committed config (e.g. `:num_stages=1`).
+A fourth field overrides entries of the committed config (e.g. `:num_stages=1`). With OUT
+set, Inductor's generated code of each case (and its autotuner's pick) goes to
+$OUT/inductor_<kernel>_<dtype>_<shape>.py. Each process's first case reads erratically
+(2026-12-04: 0.92-1.10 per round): `warm:` before a case runs it once, unreported.
 """
 
 import csv
+import os
+import pathlib
 import statistics
 import sys
 
@@ -37,9 +42,27 @@ def committed_config(kernel: str, dtype: str, shape: str) -> dict:
     raise KeyError((kernel, dtype, shape))
 
 
+def save_inductor_code(name: str, seen: int) -> None:
+    """Inductor's modules compiled since `seen`, each autotuner's picked config first."""
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    lines = []
+    for module in list(PyCodeCache.modules)[seen:]:
+        for attr in dir(module):
+            obj = getattr(module, attr)
+            if isinstance(obj, CachingAutotuner):
+                lines.append(f"# {attr}: picked {[str(x.config) for x in obj.launchers]}")
+        lines.append(pathlib.Path(module.__file__).read_text())
+    pathlib.Path(os.environ["OUT"], f"inductor_{name}.py").write_text("\n".join(lines))
+
+
 def ratios(kernel: str, dtype_text: str, shape_text: str, override: dict) -> tuple[dict, list[float]]:
+    from torch._inductor.codecache import PyCodeCache
+
     spec = get_spec(kernel)
     torch._dynamo.reset()
+    seen = len(PyCodeCache.modules)
     compiled = spec.baselines["compiled"]
     shape = spec.shape(*map(int, shape_text.split("x")))
     inputs = spec.make_inputs(shape, parse_dtype(dtype_text), "cuda", 0)
@@ -51,14 +74,19 @@ def ratios(kernel: str, dtype_text: str, shape_text: str, override: dict) -> tup
                                        warmup=50, rep=150)
         inductor = triton.testing.do_bench(lambda: compiled(inputs), warmup=50, rep=150)
         out.append(inductor / tlab)
+    if os.environ.get("OUT"):
+        save_inductor_code(f"{kernel}_{dtype_text}_{shape_text}", seen)
     return config, out
 
 
 def main(cases: list[str]) -> None:
     for case in cases:
-        kernel, dtype_text, shape_text, *rest = case.split(":")
+        warm = case.startswith("warm:")
+        kernel, dtype_text, shape_text, *rest = case.removeprefix("warm:").split(":")
         override = dict(item.split("=") for item in rest[0].split(",")) if rest else {}
         config, got = ratios(kernel, dtype_text, shape_text, {k: int(v) for k, v in override.items()})
+        if warm:
+            continue
         print(f"{kernel} {dtype_text} {shape_text} {config}: median "
               f"{statistics.median(got):.4f}x, range {min(got):.4f}-{max(got):.4f} over "
               f"{ROUNDS} rounds", flush=True)

@@ -60,6 +60,9 @@ def test_layernorm_strided_rows_and_a_large_mean(dtype, device):
     (5, 1031, 1024),  # one tile and 7 columns in the second
     (6, 4097, 2048),  # two whole tiles and a third of one column
     (9, 2048, 1024),  # tiles that divide the row; 9 rows: ROWS > 1 leaves a part-tile
+    (8, 2048, 1024),  # tiles divide the row and ROWS the rows: no mask at all
+    (7, 1024, 1024),  # one step a walk; ROWS=1 covers the rows, 2 and 4 leave a part-tile
+    (4, 1000, 1024),  # one step wider than the row (24 padding columns)
 ], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_layernorm_walked_rows(rows_cols_tile, dtype, device):
@@ -85,13 +88,14 @@ def test_layernorm_walked_rows_keep_a_large_mean_exact(device):
     assert verdict.ok, verdict.detail
 
 
-def test_layernorm_space_walks_only_rows_wider_than_a_tile():
-    kept, pruned = SPEC.space.prune({"rows": 16384, "cols": 4096}, 4, HOPPER)
-    assert {c["TILE_COLS"] for c in kept} == {0, 1024, 2048}
+def test_layernorm_space_walks_tiles_no_wider_than_the_padded_row():
+    kept, _ = SPEC.space.prune({"rows": 16384, "cols": 4096}, 4, HOPPER)
+    assert {c["TILE_COLS"] for c in kept} == {0, 1024, 2048, 4096}  # 4096: one step a walk
+    narrow, pruned = SPEC.space.prune({"rows": 16384, "cols": 1000}, 4, HOPPER)
+    assert {c["TILE_COLS"] for c in narrow} == {0, 1024}
     reasons = [why for _, why in pruned]
-    assert any("TILE_COLS=4096 spans the whole row" in why for why in reasons)
-    narrow, _ = SPEC.space.prune({"rows": 16384, "cols": 1000}, 4, HOPPER)
-    assert {c["TILE_COLS"] for c in narrow} == {0}
+    assert any("TILE_COLS=2048 is wider than the row of 1000 padded to 1024" in why
+               for why in reasons)
     # Configs committed before TILE_COLS existed hold whole rows.
     assert SPEC.space.complete({"ROWS": 2, "num_warps": 8})["TILE_COLS"] == 0
 

@@ -14,7 +14,11 @@ then the normalised, scaled and shifted row. The unfused ops read and write the 
 per step. With TILE_COLS > 0 a program instead walks its rows three times, a tile at a
 time, as Inductor's looped reductions do: the first walk reads HBM and asks the L2 to keep
 the rows, the other two read them from there. A program then holds a tile, not a row, so
-more programs are resident; which is faster at a shape is for the sweep to say.
+more programs are resident; which is faster at a shape is for the sweep to say. A tile as
+wide as the row walks it in one step (Inductor's pick at fp32 16384x4096). Where ROWS divides
+the rows and the tile the width, the launcher says so (EVEN_ROWS, EVEN_COLS) and every mask
+folds away, as in Inductor's kernels where its blocks divide the sizes: 0.5-1% at fp32
+16384 x 1024-4096 on the H200 (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -63,10 +67,16 @@ def layernorm_kernel(
     BLOCK_COLS: tl.constexpr,  # N_COLS rounded up to a power of two
     ROWS: tl.constexpr,  # rows per program
     TILE_COLS: tl.constexpr,  # 0: whole rows in registers; else columns per step of three walks
+    EVEN_ROWS: tl.constexpr,  # ROWS divides the rows: no row is past the end
+    EVEN_COLS: tl.constexpr,  # TILE_COLS divides N_COLS: no step runs past the row's end
 ):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    # Rows past the end re-read a real row and are not stored.
-    x_rows = x_ptr + (rows % n_rows)[:, None] * stride_xm
+    if EVEN_ROWS:  # a constant mask folds away, as do the masks below where the flags allow
+        row_ok = tl.full((ROWS, 1), 1, tl.int1)
+        x_rows = x_ptr + rows[:, None] * stride_xm
+    else:  # rows past the end re-read a real row and are not stored
+        row_ok = rows[:, None] < n_rows
+        x_rows = x_ptr + (rows % n_rows)[:, None] * stride_xm
     y_rows = y_ptr + rows[:, None] * stride_ym
     if TILE_COLS == 0:
         cols = tl.arange(0, BLOCK_COLS)
@@ -79,35 +89,38 @@ def layernorm_kernel(
         w = tl.load(w_ptr + cols, mask=cols < N_COLS, other=0.0, eviction_policy="evict_last")
         b = tl.load(b_ptr + cols, mask=cols < N_COLS, other=0.0, eviction_policy="evict_last")
         y = centred * rstd[:, None] * w.to(tl.float32)[None, :] + b.to(tl.float32)[None, :]
-        tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty),
-                 mask=(rows[:, None] < n_rows) & col_mask)
+        tl.store(y_rows + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=row_ok & col_mask)
     else:
         # The row walked three times, TILE_COLS columns a step (Inductor's looped reduction):
         # the sum, the centred squares, then y. The first walk reads HBM and asks the L2 to
         # keep the row; the next two read it from there, so HBM still sees x once, and a
         # program holds a tile, not a row, in registers (more programs resident per SM).
-        cols = tl.arange(0, TILE_COLS)
+        cols = tl.arange(0, TILE_COLS)[None, :]
+        if EVEN_COLS:
+            col_ok = tl.full((1, TILE_COLS), 1, tl.int1)
         total = tl.zeros((ROWS, TILE_COLS), dtype=tl.float32)
         for start in range(0, N_COLS, TILE_COLS):
-            c = start + cols[None, :]
-            total += tl.load(x_rows + c, mask=c < N_COLS, other=0.0,
+            if not EVEN_COLS:
+                col_ok = start + cols < N_COLS
+            total += tl.load(x_rows + start + cols, mask=col_ok, other=0.0,
                              eviction_policy="evict_last").to(tl.float32)
         mean = tl.sum(total, axis=1)[:, None] / N_COLS
         squares = tl.zeros((ROWS, TILE_COLS), dtype=tl.float32)
         for start in range(0, N_COLS, TILE_COLS):
-            c = start + cols[None, :]
-            x = tl.load(x_rows + c, mask=c < N_COLS, other=0.0, eviction_policy="evict_last")
-            centred = tl.where(c < N_COLS, x.to(tl.float32) - mean, 0.0)
+            if not EVEN_COLS:
+                col_ok = start + cols < N_COLS
+            x = tl.load(x_rows + start + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
+            centred = tl.where(col_ok, x.to(tl.float32) - mean, 0.0)
             squares += centred * centred
         rstd = tl.math.rsqrt(tl.sum(squares, axis=1)[:, None] / N_COLS + eps)
         for start in range(0, N_COLS, TILE_COLS):
-            c = start + cols[None, :]
-            x = tl.load(x_rows + c, mask=c < N_COLS, other=0.0, eviction_policy="evict_first")
-            w = tl.load(w_ptr + c, mask=c < N_COLS, other=0.0, eviction_policy="evict_last")
-            b = tl.load(b_ptr + c, mask=c < N_COLS, other=0.0, eviction_policy="evict_last")
+            if not EVEN_COLS:
+                col_ok = start + cols < N_COLS
+            x = tl.load(x_rows + start + cols, mask=col_ok, other=0.0, eviction_policy="evict_first")
+            w = tl.load(w_ptr + start + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
+            b = tl.load(b_ptr + start + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
             y = (x.to(tl.float32) - mean) * rstd * w.to(tl.float32) + b.to(tl.float32)
-            tl.store(y_rows + c, y.to(y_ptr.dtype.element_ty),
-                     mask=(rows[:, None] < n_rows) & (c < N_COLS))
+            tl.store(y_rows + start + cols, y.to(y_ptr.dtype.element_ty), mask=row_ok & col_ok)
 
 
 DEFAULT_CONFIG: Config = {"ROWS": 1, "num_warps": 4, "TILE_COLS": 0}
@@ -131,6 +144,8 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
     layernorm_kernel[(triton.cdiv(n_rows, meta["ROWS"]),)](
         x, weight.contiguous(), bias.contiguous(), out, n_rows, x.stride(0), out.stride(0), eps,
         N_COLS=n_cols, BLOCK_COLS=next_power_of_2(n_cols), **meta, **options,
+        EVEN_ROWS=n_rows % meta["ROWS"] == 0,
+        EVEN_COLS=meta["TILE_COLS"] > 0 and n_cols % meta["TILE_COLS"] == 0,
     )
     return out
 
@@ -168,10 +183,11 @@ def torch_layernorm(inputs: Inputs) -> torch.Tensor:
 
 def tile_fits(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
     """A program holds ROWS whole rows in registers (TILE_COLS=0), or ROWS x TILE_COLS while
-    it walks the rows; a tile as wide as the padded row is the whole-row kernel."""
+    it walks the rows. A tile as wide as the padded row walks it in one step, three times
+    through the L2 (Inductor's pick at fp32 16384x4096 on the H200), holding less at once."""
     padded, tile = next_power_of_2(sizes["cols"]), config["TILE_COLS"]
-    if tile >= padded:
-        return f"TILE_COLS={tile} spans the whole row of {sizes['cols']} (TILE_COLS=0 does that)"
+    if tile > padded:
+        return f"TILE_COLS={tile} is wider than the row of {sizes['cols']} padded to {padded}"
     return row_tile_fits({**config, "TILES": padded // tile if tile else 1}, sizes, elem_bytes,
                          limits)
 
