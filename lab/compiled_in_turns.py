@@ -10,7 +10,9 @@ of BENCHMARKS.md's "Where tlab falls short" were timed (2026-12-04 night).
 A fourth field overrides entries of the committed config (e.g. `:num_stages=1`). With OUT
 set, Inductor's generated code of each case (and its autotuner's pick) goes to
 $OUT/inductor_<kernel>_<dtype>_<shape>.py. Each process's first case reads erratically
-(2026-12-04: 0.92-1.10 per round): `warm:` before a case runs it once, unreported.
+(2026-12-04: 0.92-1.10 per round): a case written `warm:kernel:dtype:shape` is timed like the
+others and not reported. (Layernorm fp32 16384x1024 swings from host to host even after one:
+0.96x on one H200, 1.42x on another.)
 """
 
 import csv

@@ -1,5 +1,6 @@
-"""Lab probe, not part of the product (nothing imports it): layernorm.py of HEAD
-(lab/layernorm_before.py, from `git show`) against today's (masks folded away where the tile
+"""Lab probe, not part of the product (nothing imports it): layernorm.py before
+(lab/layernorm_before.py, written by `git show 0273291~1:tritonbench_lab/kernels/layernorm.py`,
+the module before the masks folded away) against today's (masks folded away where the tile
 divides the row and ROWS the rows; one-step walks) at the committed winners' configs, and
 today's at one-step walks, each against torch.compile's kernel, timed in turns in one
 process, ROUNDS rounds of do_bench; outputs checked first.

@@ -1,11 +1,11 @@
 """Lab probe, not part of the product (nothing imports it): does computing exp as
 ex2((x - m) * log2 e) (three sm_90 instructions an element, tl.exp six) speed softmax up?
 
-At each default softmax shape, the committed winner's config run by softmax.py of HEAD
-(lab/softmax_before.py, written by `git show HEAD~N:tritonbench_lab/kernels/softmax.py`) and
-by today's, and a copy of the same tensor, timed in turns in one process, ROUNDS rounds of
-do_bench; outputs checked against float64 first. Prints each median, the new/old speed ratio
-and both against the copy.
+At each default softmax shape, the committed winner's config run by softmax.py before
+(lab/softmax_before.py, written by `git show 6cdb952~1:tritonbench_lab/kernels/softmax.py`,
+the module before exp became ex2) and by today's, and a copy of the same tensor, timed in
+turns in one process, ROUNDS rounds of do_bench; outputs checked against float64 first.
+Prints each median, the new/old speed ratio and both against the copy.
 
     PYTHONPATH=. python3 lab/softmax_exp_probe.py
 """

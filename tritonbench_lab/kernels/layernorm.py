@@ -18,7 +18,8 @@ more programs are resident; which is faster at a shape is for the sweep to say. 
 wide as the row walks it in one step (Inductor's pick at fp32 16384x4096). Where ROWS divides
 the rows and the tile the width, the launcher says so (EVEN_ROWS, EVEN_COLS) and every mask
 folds away, as in Inductor's kernels where its blocks divide the sizes: 0.5-1% at fp32
-16384 x 1024-4096 on the H200 (BENCHMARKS.md).
+16384 x 1024-4096 on the H200 at the winners' configs of before, but 2.8% slower at 16384x8192
+at its (the sweep then chose another; BENCHMARKS.md).
 """
 
 from __future__ import annotations
