@@ -33,7 +33,8 @@ def row(provider="triton", config="w=1", p50=1.0, status=OK, confirmed=False, **
                 throughput=1 / p50 if p50 else None, metric="GB/s", compile_s=0.1,
                 phase="confirm" if confirmed else "sweep", method="do_bench", warmup_ms=25,
                 rep_ms=100, seed=0, gpu="G", gpu_slug="g", driver="", cuda="", torch="t",
-                triton="tr", tlab="tl", source="s")
+                triton="tr", tlab="tl", source="s",
+                host_ms=p50 / 10 if confirmed and p50 else None)  # as a GPU confirmation has
     return Record(**{**base, **kw})
 
 
@@ -142,8 +143,8 @@ class ScriptedWorker:
         name = task.provider if task.provider != TRITON else f"w={task.config['num_warps']}"
         self.log.append(name)
         self.budgets.append(task.bench)
-        p50 = self.times[name].pop(0)
-        return Outcome(OK, "", 0.0, p50, p50, p50, 0.1)
+        p50 = self.times[name].pop(0)  # a GPU worker times a confirmation's host too
+        return Outcome(OK, "", 0.0, p50, p50, p50, 0.1, host_ms=p50 / 10 if task.host_time else None)
 
     def start_in_background(self) -> None:
         self.log.append("start")
@@ -309,6 +310,51 @@ def test_a_sweep_cut_short_while_confirming_is_confirmed_by_the_next_run(
     assert [entry for entry in log if entry not in ("stop", "new")] == [
         "w=2", "w=4", *BASELINES, "w=8"]
     assert winner.p50_ms == 1.04
+
+
+def test_confirmations_time_the_host_and_winners_carry_it(tmp_path, monkeypatch):
+    times = {b: [2.0, 2.2] for b in BASELINES}
+    times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
+    _, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2, interpret=False)
+    assert all((r.host_ms is not None) == r.confirmed for r in rows)  # asked of confirmations
+    assert (winner.host_ms, winner.op_host_ms) == (pytest.approx(0.104), pytest.approx(0.22))
+
+
+def test_gpu_confirmations_from_before_host_times_are_confirmed_again(tmp_path, monkeypatch):
+    """Rows confirmed before tlab timed a call's host time (ops weighs it): the next run
+    confirms the leaders and every baseline again (a winner's ratios come from its own
+    run), and only them; then nothing."""
+    from tritonbench_lab.store import load_records, write_table
+
+    times = {b: [2.0, 2.2] for b in BASELINES}
+    times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
+    scripted_sweep(tmp_path, monkeypatch, times, confirm=2, interpret=False)
+    results = tmp_path / "results" / "interpreter" / "softmax.csv"
+    older = [dataclasses.replace(r, host_ms=None) for r in load_records(results)]
+    write_table(results, older, Record)
+    again = {"w=4": [1.05], "w=8": [1.09], **{b: [2.1] for b in BASELINES}}
+    log, rows, winner = scripted_sweep(tmp_path, monkeypatch, again, confirm=2, interpret=False)
+    assert [e for e in log if e not in ("stop", "new")] == ["w=4", "w=8", *BASELINES]
+    assert (winner.p50_ms, winner.host_ms, winner.op_host_ms) == (
+        1.05, pytest.approx(0.105), pytest.approx(0.21))
+    log, _, _ = scripted_sweep(tmp_path, monkeypatch, {}, confirm=2, interpret=False)
+    assert [e for e in log if e not in ("stop", "new")] == []
+
+
+def test_interpreter_confirmations_need_no_host_time():
+    from tritonbench_lab.contenders import confirmation_unfinished, lacks_host_time
+
+    rows = [row("torch", "", 2.0, confirmed=True, method="interpreter", host_ms=None),
+            row(config="w=1", p50=1.0, confirmed=True, method="interpreter", host_ms=None)]
+    assert not lacks_host_time(rows[1]) and not confirmation_unfinished(rows)
+    gpu = [dataclasses.replace(r, method="do_bench") for r in rows]
+    assert lacks_host_time(gpu[1]) and confirmation_unfinished(gpu)
+    timed = [dataclasses.replace(r, host_ms=0.01) for r in gpu]
+    assert not confirmation_unfinished(timed)
+    # A confirmed runner-up without its host time does not reopen the shape: the winner's
+    # and the baselines' do.
+    assert not confirmation_unfinished(
+        [*timed, row(config="w=2", p50=1.5, confirmed=True, host_ms=None)])
 
 
 def test_plots_pick_the_same_winner(tmp_path, monkeypatch):

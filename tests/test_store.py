@@ -295,9 +295,11 @@ def test_every_committed_file_reads_and_configs_hold_what_results_pick():
             assert load_winners(layout.configs_file(slug, kernel)) == pick_winners(rows)
 
 
-@pytest.mark.parametrize("missing", [["events_p50_ms", "graph_p50_ms", "disagree"],
-                                     ["device", "events_p50_ms", "graph_p50_ms", "disagree"]],
-                         ids=["before two clocks", "before the device column"])
+@pytest.mark.parametrize("missing", [["host_ms"],
+                                     ["events_p50_ms", "graph_p50_ms", "disagree", "host_ms"],
+                                     ["device", "events_p50_ms", "graph_p50_ms", "disagree",
+                                      "host_ms"]],
+                         ids=["before host times", "before two clocks", "before the device column"])
 def test_a_file_of_an_older_layout_is_read_and_upgraded_by_the_next_append(path, missing):
     old_columns = [c for c in COLUMNS if c not in missing]
     assert list(COLUMNS) == [*old_columns, *missing]  # added at the end, as ADDED_COLUMNS says
@@ -312,6 +314,19 @@ def test_a_file_of_an_older_layout_is_read_and_upgraded_by_the_next_append(path,
     append_rows(path, [newer])
     assert path.read_text() == HEADER + csv_line(first).decode() + csv_line(newer).decode()
     assert [(r.device, r.disagree) for r in load_records(path)] == [("", ""), ("cuda:1", "yes")]
+
+
+def test_a_configs_file_from_before_host_times_reads_without_them(tmp_path):
+    from test_lookup import winner
+
+    path = tmp_path / "matmul.csv"
+    timed = winner("64x64x64", "BLOCK_M=32", p50_ms=1.0, op_p50_ms=2.0, host_ms=0.05,
+                   op_host_ms=0.01)
+    write_winners(path, [timed])
+    header, line = path.read_text().splitlines()
+    assert header.split(",")[-2:] == ["host_ms", "op_host_ms"] and line.endswith(",0.05,0.01")
+    path.write_text(",".join(WINNER_COLUMNS[:-2]) + "\n" + line.rsplit(",", 2)[0] + "\n")
+    assert load_winners(path) == [dataclasses.replace(timed, host_ms=None, op_host_ms=None)]
 
 
 def test_a_header_missing_a_column_that_was_never_added_later_is_refused(path):

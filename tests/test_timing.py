@@ -10,10 +10,14 @@ from tritonbench_lab.timing import (
     CUT_FACTOR,
     DISAGREE,
     GRAPH_ALONE_BELOW_MS,
+    HOST_CALLS,
+    HOST_ROUNDS,
     SHORT_KERNEL_MS,
     STEADY_WARMUP_MS,
     BenchOptions,
     first_pass_verdict,
+    host_ms,
+    host_times,
     judge,
     quantiles,
     time_call,
@@ -125,6 +129,39 @@ def test_auto_timing_ranks_the_first_pass_by_graph_and_takes_both_elsewhere(tmp_
     chosen_graph = dataclasses.replace(request, timing="cudagraph")
     assert chosen_graph.bench_for(SWEEP, TRITON, long).cut_factor is None
     assert no_first.bench_for(SWEEP, TRITON, long).cut_factor is None
+
+
+class FakeClock:
+    """TEST DATA: time.perf_counter for timing.py, advanced by the calls timed (seconds)."""
+
+    def __init__(self, monkeypatch):
+        self.now = 0.0
+        monkeypatch.setattr("tritonbench_lab.timing.time.perf_counter", lambda: self.now)
+
+    def costing(self, seconds, log=None, name=""):
+        def call():
+            self.now += seconds
+            if log is not None:
+                log.append(name)
+        return call
+
+
+def test_host_times_take_turns_and_keep_the_sync_off_the_clock(monkeypatch):
+    clock, log = FakeClock(monkeypatch), []
+    fns = (clock.costing(1e-6, log, "a"), clock.costing(3e-6, log, "b"))
+    sync = clock.costing(1.0, log, "sync")  # waiting on the GPU: never a host time
+    assert host_times(fns, sync, calls=4, rounds=2) == [pytest.approx(1e-3), pytest.approx(3e-3)]
+    assert log == ["a", "b", "sync"] + (["a"] * 4 + ["sync"] + ["b"] * 4 + ["sync"]) * 2
+    # until_done: a call's time in a loop of eager calls, the wait for the GPU included
+    (eager,) = host_times(fns[:1], sync, calls=4, rounds=2, until_done=True)
+    assert eager == pytest.approx((4e-6 + 1.0) / 4 * 1e3)
+
+
+@pytest.mark.parametrize("gpu_ms, calls", [(0.003, HOST_CALLS), (1.0, 10), (50.0, 2)])
+def test_host_ms_holds_about_a_round_budget_of_gpu_work(monkeypatch, gpu_ms, calls):
+    clock, log = FakeClock(monkeypatch), []
+    assert host_ms(clock.costing(2e-5, log), lambda: None, gpu_ms) == pytest.approx(0.02)
+    assert len(log) == 1 + HOST_ROUNDS * calls
 
 
 def test_a_first_pass_row_comes_from_its_first_calls_when_cut_or_long_enough():

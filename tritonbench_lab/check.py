@@ -33,7 +33,7 @@ from tritonbench_lab.records import (
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.source import source_hash
 from tritonbench_lab.space import config_text
-from tritonbench_lab.store import load_records, read_text
+from tritonbench_lab.store import ADDED_COLUMNS, load_records, older_layout, read_text
 from tritonbench_lab.winners import pick_winners
 
 ERROR = "error"
@@ -87,8 +87,9 @@ def read_rows(path: Path) -> tuple[list[Problem], list[tuple[int, Winner]]]:
     """Each line of a winners file as a Winner, or a problem naming the line."""
     reader = csv.reader(io.StringIO(read_text(path)))
     header = next(reader, [])
-    if tuple(header) != WINNER_COLUMNS:
-        missing = [c for c in WINNER_COLUMNS if c not in header]
+    added = older_layout(Winner, header)  # the cells of columns added since, if any
+    if added is None:
+        missing = [c for c in WINNER_COLUMNS if c not in header and c not in ADDED_COLUMNS[Winner]]
         extra = [c for c in header if c not in WINNER_COLUMNS]
         why = (f"columns do not match the winners schema (missing: {', '.join(missing) or 'none'}"
                f"; unexpected: {', '.join(extra) or 'none'})")
@@ -96,9 +97,10 @@ def read_rows(path: Path) -> tuple[list[Problem], list[tuple[int, Winner]]]:
     problems, rows = [], []
     for number, values in enumerate(reader, start=2):
         try:
-            if len(values) != len(WINNER_COLUMNS):
-                raise ValueError(f"{len(values)} fields, expected {len(WINNER_COLUMNS)}")
-            rows.append((number, from_cells(Winner, dict(zip(WINNER_COLUMNS, values, strict=True)))))
+            if len(values) != len(header):
+                raise ValueError(f"{len(values)} fields, expected {len(header)}")
+            cells = dict(zip(header, values, strict=True)) | added
+            rows.append((number, from_cells(Winner, cells)))
         except ValueError as err:
             problems.append(Problem(path, number, ERROR, str(err)))
     return problems, rows

@@ -109,6 +109,9 @@ class Record:
     events_p50_ms: float | None = None
     graph_p50_ms: float | None = None
     disagree: str = ""
+    # Confirmations on a GPU: the host time of one call (timing.host_ms), what an eager
+    # program waits for when it is longer than the GPU time (ops weighs both).
+    host_ms: float | None = None
 
     @property
     def confirmed(self) -> bool:
@@ -151,6 +154,10 @@ class Winner:
     source: str
     date: str  # of the winning row, YYYY-MM-DD
     run_id: str
+    # The host time of one call of the winner and of the PyTorch op (their confirmations'
+    # Record.host_ms); empty in configs written before tlab timed it.
+    host_ms: float | None = None
+    op_host_ms: float | None = None
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,11 @@ _cache: dict[tuple, list] = {}
 # get. Such a file is read as if it had them; the first append rewrites it under the new
 # header (every row kept, the new cells filled in), so a file never mixes two layouts.
 ADDED_COLUMNS: dict[type, dict[str, str]] = {
-    Record: {"device": "", "events_p50_ms": "", "graph_p50_ms": "", "disagree": ""}}
+    Record: {"device": "", "events_p50_ms": "", "graph_p50_ms": "", "disagree": "", "host_ms": ""},
+    Winner: {"host_ms": "", "op_host_ms": ""}}
 
 
-def _older_layout(cls: type, header: list[str]) -> dict[str, str] | None:
+def older_layout(cls: type, header: list[str]) -> dict[str, str] | None:
     """The cells to add to each row of a file whose header is `cls`'s without some of its
     added columns; None when the header is neither that nor current."""
     columns = columns_of(cls)
@@ -104,7 +105,7 @@ def _parse(path: Path, cls: type) -> list[Any]:
     if header is None:
         return []
     columns = columns_of(cls)
-    filled = _older_layout(cls, header)
+    filled = older_layout(cls, header)
     if filled is None:
         missing = [c for c in columns if c not in header]
         raise TlabError(f"{str(path)!r} is not a tlab {_KIND[cls]} file: its header does not "
@@ -198,7 +199,7 @@ def _upgrade_layout(handle, cls: type, path: Path) -> None:
     first = handle.readline().decode("utf-8")  # the header alone: each append reads it
     if not first:
         return
-    filled = _older_layout(cls, next(csv.reader([first])))
+    filled = older_layout(cls, next(csv.reader([first])))
     if filled is None or not filled:
         return  # current layout (a foreign one was refused before anything ran)
     handle.seek(0)

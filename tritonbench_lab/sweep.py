@@ -12,11 +12,11 @@ Per dtype and shape (a pipeline, schedule.py), on one or more devices (devices.p
    unless the confirmation will time them all anyway (no more than `confirm` of them);
 5. the confirmation: in a fresh worker process on the home device (new allocations, nothing
    left of the sweep), the `confirm` fastest configs and every baseline are verified and
-   timed again, and winners are chosen by these times (records.standing says why). Leaders
-   that come out slower let the next configs into the top `confirm`, confirmed in turn, for
-   at most `confirm` more rounds. A shape is confirmed when this run measured it, or when
-   its confirmation never finished (its baselines have none): a finished sweep run again
-   measures nothing.
+   timed again, with the host time of a call (timing.host_ms), and winners are chosen by
+   these times (records.standing says why). Leaders that come out slower let the next
+   configs into the top `confirm`, for at most `confirm` more rounds. A shape is confirmed
+   when this run measured it, or when its confirmation never finished (contenders.py): a
+   finished sweep run again measures nothing.
 
 On a GPU the configs are compiled in a pool of processes (precompile.CompilePool), each
 config's jobs at every shape after its first, and each task is timed once its own compile is
@@ -139,6 +139,7 @@ def make_record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome
         p80_ms=outcome.p80_ms, throughput=value, metric=spec.metric,
         compile_s=outcome.compile_s, phase=phase, **timing, seed=task.seed,
         **asdict(request.fingerprint), source=request.source, device=device,
+        host_ms=outcome.host_ms,
     )
 
 
@@ -220,7 +221,8 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
     def task(config: dict, phase: str, provider: str = TRITON) -> Task:
         times = [r.p50_ms for r in run.rows.get(key, []) if r.status == OK and r.p50_ms]
         return Task(request.spec.name, provider, shape.sizes, dtype, dict(config), request.seed,
-                    request.bench_for(phase, provider, min(times, default=None)))
+                    request.bench_for(phase, provider, min(times, default=None)),
+                    host_time=phase == CONFIRM)
 
     for p in items:
         if p.skip_reason and not run.recorded(p):

@@ -177,6 +177,46 @@ def time_call(fn: Callable[[], object], options: BenchOptions, interpreting: boo
     return judge(events, graph)
 
 
+# The host time of a call (host_ms): rounds of calls back to back, the clock read around
+# each round alone. Few enough calls that the GPU's launch queue never fills (the host would
+# then wait for the GPU and time it), and at most about HOST_ROUND_MS of GPU work a round.
+HOST_ROUNDS = 3
+HOST_CALLS = 20
+HOST_ROUND_MS = 10.0
+
+
+def host_times(fns: tuple[Callable[[], object], ...], sync: Callable[[], None],
+               calls: int = HOST_CALLS, rounds: int = HOST_ROUNDS,
+               until_done: bool = False) -> list[float]:
+    """How long one call of each fn holds the calling thread, in ms: what an eager program
+    waits for when it is longer than the call's GPU time (a short kernel launched from
+    Python: the GPU waits for the host). Launches are asynchronous, so `calls` calls enqueued
+    back to back time the host's part alone; `sync` runs after each, off the clock. The fns
+    take turns within each round, so drift of the machine falls on all of them alike. The
+    median over rounds of the time per call. With `until_done`, the clock stops after the
+    sync: a call's time in a loop of eager calls, the longer of host and GPU time."""
+    for fn in fns:
+        fn()
+    sync()
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, own in zip(fns, samples, strict=True):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            if until_done:
+                sync()
+            own.append((time.perf_counter() - start) * 1e3 / calls)
+            sync()
+    return [statistics.median(own) for own in samples]
+
+
+def host_ms(fn: Callable[[], object], sync: Callable[[], None], gpu_ms: float) -> float:
+    """host_times of one fn whose GPU time is `gpu_ms`: about HOST_ROUND_MS of it a round."""
+    calls = max(2, min(HOST_CALLS, int(HOST_ROUND_MS / max(gpu_ms, 1e-6))))
+    return host_times((fn,), sync, calls)[0]
+
+
 def first_pass_verdict(first_calls_ms: list[float], options: BenchOptions,
                        cut_ms: float | None) -> Timed | None:
     """A first pass's row from its first calls alone, or None when its graph is to be timed:

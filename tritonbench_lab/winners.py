@@ -118,6 +118,7 @@ def winner_of(result: ShapeResult) -> Winner | None:
         op_p50_ms=op.p50_ms if op_ok else None,
         gpu=best.gpu, torch=best.torch, triton=best.triton, tlab=best.tlab,
         source=best.source, date=best.timestamp[:10], run_id=best.run_id,
+        host_ms=best.host_ms, op_host_ms=op.host_ms if op_ok else None,
     )
 
 

@@ -60,6 +60,7 @@ class Task:
     config: dict[str, int] = field(default_factory=dict)
     seed: int = 0
     bench: BenchOptions | None = None  # this task's do_bench budget; None: the worker's
+    host_time: bool = False  # also time the host's part of a call (confirmations, on a GPU)
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Outcome:
     p80_ms: float | None = None
     compile_s: float | None = None
     timed: Timed | None = None  # the clocks' details (method, each median) when timed
+    host_ms: float | None = None  # timing.host_ms, when the task asked for it
 
 
 def classify(err: BaseException) -> str:
@@ -138,7 +140,7 @@ class _Child:
 
         from tritonbench_lab.kernels import get_spec
         from tritonbench_lab.spec import parse_dtype
-        from tritonbench_lab.timing import time_call
+        from tritonbench_lab.timing import host_ms, time_call
         from tritonbench_lab.verify import as_outputs, check, poison
 
         spec = get_spec(task.kernel)
@@ -177,6 +179,9 @@ class _Child:
         try:
             timed = time_call(call, bench, self.interpreting, self._cut_ms(bench))
             sync()
+            host = None
+            if task.host_time and not self.interpreting and timed.method != CUT:
+                host = host_ms(call, sync, timed.p50)
         except Exception as err:
             return Outcome(CRASH, "while timing: " + one_line(err), verdict.max_abs_error,
                            compile_s=compile_s)
@@ -186,7 +191,7 @@ class _Child:
         if bench.cut_factor is not None and status == OK and timed.method != CUT:
             self.leader_ms = min(self.leader_ms or timed.p50, timed.p50)
         return Outcome(status, verdict.detail, verdict.max_abs_error, timed.p20, timed.p50,
-                       timed.p80, compile_s, timed)
+                       timed.p80, compile_s, timed, host)
 
     def _cut_ms(self, bench) -> float | None:
         """The early cut's threshold for a first-pass config (timing.py): cut_factor x the
