@@ -20,12 +20,14 @@ B = "BLOCK_M=128 BLOCK_N=128 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=4"
 C = "BLOCK_M=128 BLOCK_N=256 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=3"
 
 
-def winner(shape, config, dtype="bf16", kernel="matmul", p50_ms=1.0, op_p50_ms=None):
+def winner(shape, config, dtype="bf16", kernel="matmul", p50_ms=1.0, op_p50_ms=None,
+           host_ms=None, op_host_ms=None):
     return Winner(kernel=kernel, dtype=dtype, shape=shape, config=config, p50_ms=p50_ms,
                   throughput=100.0, metric="TFLOP/s", method="do_bench", warmup_ms=25,
                   rep_ms=100, best_baseline="", baseline_p50_ms=None, baseline_throughput=None,
                   speedup=None, op_p50_ms=op_p50_ms, gpu="Fixture GPU", torch="9", triton="9",
-                  tlab="0.1.0", source="s", date="2026-01-01", run_id="r")
+                  tlab="0.1.0", source="s", date="2026-01-01", run_id="r", host_ms=host_ms,
+                  op_host_ms=op_host_ms)
 
 
 def write_winners(path, winners):

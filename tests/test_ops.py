@@ -57,6 +57,70 @@ def test_decide_without_a_timed_op_or_a_file_calls_the_op(configs):
     assert decide("matmul", torch.float32, (64, 64, 64), gpu="no-such-gpu").provider == "torch"
 
 
+# TEST DATA (ms): GPU times and host times of a call, kernel and op, at one tuned shape.
+@pytest.mark.parametrize("times, eager, captured, phrase", [
+    # a 3 us kernel launched in 50 us against a 6 us op launched in 8 us: the op, eagerly
+    ((0.003, 0.006, 0.050, 0.008), "torch", "triton",
+     "called eagerly 0.16x (a call's host time 50 us, the op's 8 us): eager calls run the op, "
+     "calls captured in a CUDA graph tlab"),
+    # an op of ten launches (the eager RoPE formula): tlab's kernel eagerly, not in a graph
+    ((0.010, 0.009, 0.030, 0.300), "triton", "torch", "called eagerly 10.00x"),
+    # long kernels: host times hide under GPU time, both choices alike
+    ((1.000, 2.000, 0.050, 0.008), "triton", "triton", "called eagerly 2.00x"),
+    # a tie called eagerly (both wait on their host) is not a win
+    ((0.003, 0.006, 0.008, 0.008), "torch", "triton", "called eagerly 1.00x"),
+])
+def test_decide_weighs_host_time_for_eager_calls(configs, times, eager, captured, phrase):
+    p50, op_p50, host, op_host = times
+    write_winners(configs / SLUG / "matmul.csv", [winner(
+        "1024x1024x1024", A, dtype="fp32", p50_ms=p50, op_p50_ms=op_p50, host_ms=host,
+        op_host_ms=op_host)])
+    tuned.clear_cache()
+    choice = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
+    assert (choice.provider, choice.captured) == (eager, captured), choice
+    assert phrase in choice.reason and choice.config == parse_config_text(A)
+    assert choice.speedup == pytest.approx(op_p50 / p50)
+
+
+def test_decide_needs_the_near_margin_on_eager_times_too(configs):
+    """Near a tuned shape the eager lead must reach NEAR_MARGIN, as the GPU lead must."""
+    write_winners(configs / SLUG / "matmul.csv", [winner(
+        "1024x1024x1024", A, dtype="fp32", p50_ms=0.005, op_p50_ms=0.010, host_ms=0.020,
+        op_host_ms=0.020 * (NEAR_MARGIN - 0.01))])  # eagerly 1.09x, on the GPU 2x
+    tuned.clear_cache()
+    near = decide("matmul", torch.float32, (1024, 1024, 1040), gpu=SLUG)
+    here = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
+    assert (near.provider, near.captured) == ("torch", "triton")
+    assert (here.provider, here.captured) == ("triton", "triton")
+
+
+def test_configs_without_host_times_decide_eager_calls_by_gpu_time(configs):
+    choice = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
+    assert choice.provider == choice.captured == "triton" and choice.eager_speedup is None
+    assert "eagerly" not in choice.reason
+
+
+def test_ops_switch_per_call_between_eager_and_captured_choices(configs, device, monkeypatch):
+    """One shape, two choices: each call runs the one of its mode, and each is correct."""
+    write_winners(configs / SLUG / "softmax.csv", [winner(
+        "33x1000", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1", dtype="fp32", kernel="softmax",
+        p50_ms=0.003, op_p50_ms=0.006, host_ms=0.050, op_host_ms=0.008)])
+    tuned.clear_cache()
+    x = torch.randn(33, 1000, generator=torch.Generator(device=device).manual_seed(1),
+                    device=device)
+    calls = []
+    real_softmax = torch.softmax
+    monkeypatch.setattr(torch, "softmax", lambda *a, **k: calls.append("op") or real_softmax(*a, **k))
+    for capturing in (False, False, True, False):
+        monkeypatch.setattr(ops, "_capturing", lambda device, capturing=capturing: capturing)
+        torch.testing.assert_close(ops.softmax(x), real_softmax(x.double(), -1).float())
+    # The first eager call runs tlab's kernel (compiled and loaded before any capture), the
+    # next eager ones the op; the "captured" one tlab's kernel.
+    assert calls == ["op", "op"]
+    assert ops.bound_launch("softmax", x.dtype, (33, 1000), x.get_device()) is None
+    assert ops.bound_launch("softmax", x.dtype, (33, 1000), x.get_device(), captured=True)
+
+
 def _count_binds(monkeypatch, module):
     calls = []
     real = module.bind
@@ -136,6 +200,15 @@ def test_explain_command_says_what_ops_would_call(configs):
                                       "--dtype", "fp32", "--gpu-name", SLUG])
     assert result.exit_code == 0, result.output
     assert "tlab's kernel, BLOCK_M=32" in result.output and "tuned here: 2.00x" in result.output
+    write_winners(configs / SLUG / "matmul.csv", [winner(
+        "1024x1024x1024", A, dtype="fp32", p50_ms=0.003, op_p50_ms=0.006, host_ms=0.05,
+        op_host_ms=0.008)])
+    tuned.clear_cache()
+    result = CliRunner().invoke(app, ["explain", "matmul", "--shape", "1024x1024x1024",
+                                      "--dtype", "fp32", "--gpu-name", SLUG])
+    assert result.exit_code == 0, result.output
+    assert ("called eagerly the PyTorch op; in a CUDA graph tlab's kernel, BLOCK_M=32"
+            in result.output), result.output
     result = CliRunner().invoke(app, ["explain", "matmul", "--shape", "64x64", "--gpu-name", SLUG])
     assert result.exit_code != 0
 
@@ -155,6 +228,36 @@ def test_ops_are_capturable_in_a_cuda_graph(configs, device):
     x.copy_(torch.randn_like(x))
     graph.replay()
     torch.testing.assert_close(y, torch.softmax(x, -1))
+
+
+@pytest.mark.gpu
+def test_a_graph_captures_tlabs_kernel_where_eager_calls_take_the_op(configs, device,
+                                                                      monkeypatch):
+    """Host-bound eagerly, faster on the GPU: warm-up calls run the op (after the first, which
+    loads tlab's kernel), the captured graph runs tlab's kernel, and its replay is right."""
+    write_winners(configs / SLUG / "softmax.csv", [winner(
+        "64x1000", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1", dtype="fp32", kernel="softmax",
+        p50_ms=0.003, op_p50_ms=0.006, host_ms=0.050, op_host_ms=0.008)])
+    tuned.clear_cache()
+    x = torch.randn(64, 1000, device=device)
+    ops.softmax(x)  # the first call: tlab's kernel, compiled and loaded here
+    calls = []
+    real_softmax = torch.softmax
+    monkeypatch.setattr(torch, "softmax", lambda *a, **k: calls.append("op") or real_softmax(*a, **k))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph advises
+        for _ in range(3):
+            ops.softmax(x)
+    torch.cuda.current_stream().wait_stream(side)
+    assert calls == ["op"] * 3
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.softmax(x)
+    assert calls == ["op"] * 3  # captured: tlab's kernel
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.testing.assert_close(y, real_softmax(x, -1))
 
 
 @pytest.mark.parametrize("tuned_here", [False, True], ids=["untuned", "tuned"])

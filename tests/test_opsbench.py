@@ -62,18 +62,22 @@ def test_each_kernel_of_the_benchmark_calls_ops_and_the_op_it_stands_in_for(devi
             torch.testing.assert_close(got, want)
 
 
-def _row(kernel, ops_ms, torch_ms, host, bare, calls="triton"):
+def _row(kernel, ops_ms, torch_ms, host, bare, calls="triton", eager=(1.0, 1.0)):
     return OpsRow(kernel, "bf16", "8x8", calls, True, ops_ms, torch_ms, ops_ms, torch_ms,
-                  host, bare)
+                  host, bare, *eager)
 
 
 def test_report_names_the_slowest_shape_and_the_most_overhead():
-    rows = [_row("softmax", 1.0, 2.0, 12.0, 10.0), _row("matmul", 1.0, 0.9, 9.0, 3.0, "torch")]
+    rows = [_row("softmax", 1.0, 2.0, 12.0, 10.0, eager=(50.0, 20.0)),
+            _row("matmul", 1.0, 0.9, 9.0, 3.0, "torch")]
     lines = report(rows)
-    assert lines[2].startswith("| softmax | bf16 | 8x8 | triton | yes | 2.000 | 2.000 | 12.0 |")
-    assert "slowest against the PyTorch op (do_bench): 0.900x at matmul" in "\n".join(lines)
+    assert lines[2].startswith(
+        "| softmax | bf16 | 8x8 | triton | yes | 2.000 | 2.000 | 0.400 | 12.0 |")
+    text = "\n".join(lines)
+    assert "slowest against the PyTorch op (do_bench): 0.900x at matmul" in text
+    assert "slowest against the PyTorch op (eager, calls back to back): 0.400x at softmax" in text
     assert "most host time ops adds per call: 6.0 us at matmul" in lines[-1]
-    assert "tlab's kernel at 1, correct: 2" in "\n".join(lines)
+    assert "tlab's kernel at 1, correct: 2" in text
 
 
 @pytest.mark.skipif(not INTERPRETING, reason="on a GPU machine the command runs instead")

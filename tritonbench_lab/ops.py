@@ -1,5 +1,5 @@
-"""Tuned kernels for your code, never slower on the GPU than the PyTorch op they stand in for
-(the choice weighs GPU time, not the host time of a launch: README.md).
+"""Tuned kernels for your code, never slower than the PyTorch op they stand in for, by the
+committed measurements: GPU times, and each call's host time beside them.
 
     from tritonbench_lab.ops import matmul, matmul_gelu, softmax, rmsnorm, layernorm, rope, add
     c = matmul(a, b)
@@ -15,6 +15,14 @@ Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then 
   F.rms_norm, F.layer_norm, the rotate-half formulation of RoPE, torch.add): untuned shapes
   far from any tuned one, inputs the kernel cannot take (CPU tensors without Triton's
   interpreter, other dtypes, operands tensor descriptors cannot describe), no configs file.
+
+"Time" means two things, and the rule is applied to each. Called eagerly, one op after
+another from Python, a call takes the longer of its GPU time and its host time (eager_time):
+a kernel of a few microseconds waits for its launch, and tlab's launch through Triton holds
+the host longer than most PyTorch ops. Captured in a CUDA graph, launches replay without
+host time, and GPU time alone decides. Where the two choices differ, each call asks whether
+its stream is capturing. Configs written before the sweeps timed host times have none; there
+eager calls follow the GPU times.
 
 `explain(kernel, dtype, shape)` and `tlab explain` show the choice and why; each choice is also
 logged once at debug level (logger "tritonbench_lab.ops"). The configs file is looked at again
@@ -57,56 +65,79 @@ RECHECK_S = 1.0
 
 @dataclass(frozen=True)
 class Choice:
-    """What ops runs for one kernel, dtype, shape and device, and why."""
+    """What ops runs for one kernel, dtype, shape and device, and why: `provider` for a call
+    from Python (eager), `captured` for a call while a CUDA graph is being captured."""
 
     kernel: str
     dtype: str
     shape: str
     provider: str  # TRITON (tlab's kernel) or TORCH_OP (the PyTorch op), as rows name them
-    config: dict | None  # the tuned config when provider is triton
+    config: dict | None  # the tuned config when either provider is triton
     tuned_shape: str | None  # the row the decision rests on
-    speedup: float | None  # the op's time / the kernel's, measured at tuned_shape
+    speedup: float | None  # the op's GPU time / the kernel's, measured at tuned_shape
     reason: str
+    captured: str = TORCH_OP  # under capture the launches replay without host time
+    eager_speedup: float | None = None  # the same with each call's host time (eager_time)
 
     @property
     def uses_triton(self) -> bool:
         return self.provider == TRITON
 
+    @property
+    def captured_uses_triton(self) -> bool:
+        return self.captured == TRITON
+
+
+def eager_time(gpu_ms: float, host_ms: float | None) -> float | None:
+    """The time of a call in a program that calls one op after another from Python: the
+    longer of its GPU time and its host time (the launch's own; a short kernel's GPU waits
+    for it). None when the host time was not recorded (configs from before it was)."""
+    return None if host_ms is None else max(gpu_ms, host_ms)
+
 
 def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
            directory: Path | None = None) -> Choice:
-    """The choice for these sizes (in the kernel's dims order), from the configs only."""
+    """The choice for these sizes (in the kernel's dims order), from the configs only. The
+    same rule twice: on GPU times (what a CUDA graph replays), and on eager times, where the
+    configs record both sides' host time (else eager calls follow the GPU times)."""
     found = find(kernel, dtype, sizes, gpu=gpu, directory=directory)
     shape = shape_text(sizes)
     name = dtype_key(dtype)
-
-    def torch_op(reason: str, row=None, speedup=None) -> Choice:
-        return Choice(kernel, name, shape, TORCH_OP, None, row.shape if row else None, speedup,
-                      reason)
-
     row = found.row
     if row is None:
         klass = "/".join(map(str, alignment_class(sizes)))
-        return torch_op(f"no {name} shape of alignment class {klass} (each size divisible by "
-                        f"16 / 8 / neither) tuned in {found.path.parent.name}")
+        return Choice(kernel, name, shape, TORCH_OP, None, None, None,
+                      f"no {name} shape of alignment class {klass} (each size divisible by "
+                      f"16 / 8 / neither) tuned in {found.path.parent.name}")
     if row.op_p50_ms is None:
-        return torch_op(f"the PyTorch op was not timed at {row.shape}", row)
+        return Choice(kernel, name, shape, TORCH_OP, None, row.shape, None,
+                      f"the PyTorch op was not timed at {row.shape}")
     speedup = row.op_p50_ms / row.p50_ms
+    mine, theirs = eager_time(row.p50_ms, row.host_ms), eager_time(row.op_p50_ms, row.op_host_ms)
+    eager = theirs / mine if mine and theirs else None
+    if not found.exact and found.distance > math.log2(NEAR) + 1e-9:
+        return Choice(kernel, name, shape, TORCH_OP, None, row.shape, speedup,
+                      f"the nearest tuned shape {row.shape} is more than {NEAR:g}x away",
+                      eager_speedup=eager)
     if found.exact:
-        if speedup <= 1.0:
-            return torch_op(f"tuned here, and the PyTorch op was faster ({speedup:.2f}x)", row,
-                            speedup)
-        return Choice(kernel, name, shape, TRITON, parse_config_text(row.config), row.shape,
-                      speedup, f"tuned here: {speedup:.2f}x the PyTorch op")
-    if found.distance > math.log2(NEAR) + 1e-9:
-        return torch_op(f"the nearest tuned shape {row.shape} is more than {NEAR:g}x away", row,
-                        speedup)
-    if speedup < NEAR_MARGIN:
-        return torch_op(f"at the nearest tuned shape {row.shape} tlab's kernel led by "
-                        f"{speedup:.2f}x, less than the {NEAR_MARGIN:.2f}x a nearby shape needs",
-                        row, speedup)
-    return Choice(kernel, name, shape, TRITON, parse_config_text(row.config), row.shape,
-                  speedup, f"nearest tuned shape {row.shape}: {speedup:.2f}x the PyTorch op there")
+        wins = speedup > 1.0
+        reason = (f"tuned here: {speedup:.2f}x the PyTorch op" if wins else
+                  f"tuned here, and the PyTorch op was faster ({speedup:.2f}x)")
+    else:
+        wins = speedup >= NEAR_MARGIN
+        reason = (f"nearest tuned shape {row.shape}: {speedup:.2f}x the PyTorch op there" if wins
+                  else f"at the nearest tuned shape {row.shape} tlab's kernel led by "
+                  f"{speedup:.2f}x, less than the {NEAR_MARGIN:.2f}x a nearby shape needs")
+    eager_wins = wins if eager is None else (eager > 1.0 if found.exact else eager >= NEAR_MARGIN)
+    if eager is not None:
+        reason += (f"; called eagerly {eager:.2f}x (a call's host time {row.host_ms * 1e3:.0f} "
+                   f"us, the op's {row.op_host_ms * 1e3:.0f} us)")
+        if eager_wins != wins:
+            reason += (f": eager calls run {'tlab' if eager_wins else 'the op'}, calls captured "
+                       f"in a CUDA graph {'tlab' if wins else 'the op'}")
+    config = parse_config_text(row.config) if wins or eager_wins else None
+    return Choice(kernel, name, shape, TRITON if eager_wins else TORCH_OP, config, row.shape,
+                  speedup, reason, TRITON if wins else TORCH_OP, eager)
 
 
 def explain(kernel: str, dtype, shape: str | tuple[int, ...], *, gpu: str | None = None,
@@ -118,7 +149,7 @@ def explain(kernel: str, dtype, shape: str | tuple[int, ...], *, gpu: str | None
 
 # --- the memo -----------------------------------------------------------------------------
 
-_plans: dict[tuple, Callable | None] = {}  # key -> bound launch of tlab's kernel, None: torch op
+_plans: dict[tuple, tuple] = {}  # key -> (eager, captured): a bound launch, or None for the op
 _slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
 _file_state: list = [0.0, None]  # [when last looked at, (dir, mtimes) seen then]
 
@@ -145,34 +176,69 @@ def _key(kernel: str, dtype, sizes: tuple[int, ...], device: int) -> tuple:
     return (kernel, dtype, sizes, device)
 
 
-def bound_launch(kernel: str, dtype, sizes: tuple[int, ...], device: int) -> Callable | None:
-    """The launcher ops bound for a call it has made (None: it calls the PyTorch op there)."""
-    return _plans[_key(kernel, dtype, sizes, device)]
+def bound_launch(kernel: str, dtype, sizes: tuple[int, ...], device: int,
+                 captured: bool = False) -> Callable | None:
+    """The launcher ops bound for a call it has made, eager or under CUDA-graph capture
+    (None: it calls the PyTorch op there)."""
+    return _plans[_key(kernel, dtype, sizes, device)][1 if captured else 0]
 
 
 def _plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
           bind: Callable[[dict], Callable]) -> Callable | None:
     """The memoised choice for a call: a bound launch of tlab's kernel, or None for the
-    PyTorch op. `device` is tensor.get_device() (-1 on the CPU): cheaper than .device."""
+    PyTorch op. `device` is tensor.get_device() (-1 on the CPU): cheaper than .device. Where
+    eager calls and captured ones are decided apart, each call asks which it is."""
     now = time.monotonic()
     if now - _file_state[0] >= RECHECK_S:
         _configs_changed(now)
     key = _key(kernel, dtype, sizes, device)
-    launch = _plans.get(key, False)
-    if launch is not False:
-        return launch
-    launch = None
-    runs_triton = device >= 0 or triton_interpreting()  # CPU tensors only in the interpreter
-    if runs_triton:
-        if device not in _slugs:
-            _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
-        choice = decide(kernel, dtype, sizes, gpu=_slugs[device])
-        log.debug("tlab ops: %s %s %s on %s: %s (%s)", kernel, choice.dtype, choice.shape,
-                  _slugs[device], choice.provider, choice.reason)
-        if choice.uses_triton:
-            launch = bind(choice.config)
-    _plans[key] = launch
-    return launch
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _choose(kernel, dtype, sizes, device, bind)
+        if plan[0] is None and plan[1] is not None:
+            plan = _plans[key] = (_FirstCall(key, plan[1]), plan[1])
+    eager, captured = plan
+    if eager is captured:
+        return eager
+    return captured if _capturing(device) else eager
+
+
+class _FirstCall:
+    """The first eager call of a shape where only calls captured in a CUDA graph run tlab's
+    kernel: it runs tlab's kernel (correct, if slower eagerly, once), so that the kernel is
+    compiled and loaded before a capture (which warm-up calls precede; loading a module
+    during a capture is not safe); from then on eager calls run the op. Reads through to the
+    launch's attributes (matmul's `tma`)."""
+
+    def __init__(self, key: tuple, launch: Callable):
+        self.key, self.launch = key, launch
+
+    def __getattr__(self, name: str):
+        return getattr(self.launch, name)
+
+    def __call__(self, *args, **kwargs):
+        _plans[self.key] = (None, self.launch)
+        return self.launch(*args, **kwargs)
+
+
+def _capturing(device: int) -> bool:
+    """Whether the current CUDA stream is capturing a graph (CPU tensors never are)."""
+    return device >= 0 and torch.cuda.is_current_stream_capturing()
+
+
+def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
+            bind: Callable[[dict], Callable]) -> tuple[Callable | None, Callable | None]:
+    """(eager launch, captured launch), each None where ops calls the PyTorch op."""
+    if device < 0 and not triton_interpreting():  # CPU tensors only in the interpreter
+        return None, None
+    if device not in _slugs:
+        _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
+    choice = decide(kernel, dtype, sizes, gpu=_slugs[device])
+    log.debug("tlab ops: %s %s %s on %s: %s, captured %s (%s)", kernel, choice.dtype,
+              choice.shape, _slugs[device], choice.provider, choice.captured, choice.reason)
+    launch = bind(choice.config) if choice.config is not None else None
+    return (launch if choice.uses_triton else None,
+            launch if choice.captured_uses_triton else None)
 
 
 # --- the ops ------------------------------------------------------------------------------

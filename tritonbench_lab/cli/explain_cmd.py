@@ -28,8 +28,8 @@ def explain(
         show_default=False)] = None,
 ) -> None:
     """Show what tritonbench_lab.ops would call at SHAPE (tlab's kernel under which config, or
-    the PyTorch op) on each GPU, and the measurement the choice rests on. Default GPUs: every
-    one with configs for KERNEL."""
+    the PyTorch op) on each GPU, called eagerly and, where that differs, in a CUDA graph, and
+    the measurements the choice rests on. Default GPUs: every one with configs for KERNEL."""
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.layout import Layout
     from tritonbench_lab.ops import explain as explain_choice
@@ -56,11 +56,11 @@ def explain(
     for gpu in gpus:
         for name in known_dtypes(dtype) or _dtype_names(spec):
             choice = explain_choice(kernel, name, sizes, gpu=gpu, directory=folder)
-            if choice.uses_triton:
-                config = " ".join(f"{k}={v}" for k, v in choice.config.items())
-                calls = f"tlab's kernel, {config}"
-            else:
-                calls = "the PyTorch op"
+            config = " ".join(f"{k}={v}" for k, v in (choice.config or {}).items())
+            calls = f"tlab's kernel, {config}" if choice.uses_triton else "the PyTorch op"
+            if choice.captured != choice.provider:  # one of them is tlab's kernel
+                other = f"tlab's kernel, {config}" if choice.captured_uses_triton else "the PyTorch op"
+                calls = f"called eagerly {calls}; in a CUDA graph {other}"
             print(f"  {gpu} {name}: {calls} ({choice.reason})")
 
 
