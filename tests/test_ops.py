@@ -94,6 +94,24 @@ def test_decide_needs_the_near_margin_on_eager_times_too(configs):
     assert (here.provider, here.captured) == ("triton", "triton")
 
 
+def test_near_a_tuned_shape_gpu_times_scale_with_the_work_and_host_times_do_not(configs):
+    """At the tuned 1024^3 the kernel's launch (50 us) hides its GPU lead (40 against 50 us):
+    a tie, eagerly. Twice the work makes both GPU times twice as long, past the host's: the
+    1.25x lead shows; half the work leaves the launch to set the pace."""
+    write_winners(configs / SLUG / "matmul.csv", [winner(
+        "1024x1024x1024", A, dtype="fp32", p50_ms=0.040, op_p50_ms=0.050, host_ms=0.050,
+        op_host_ms=0.010)])
+    tuned.clear_cache()
+    here = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
+    larger = decide("matmul", torch.float32, (2048, 1024, 1024), gpu=SLUG)
+    smaller = decide("matmul", torch.float32, (512, 1024, 1024), gpu=SLUG)
+    assert (here.provider, here.eager_speedup) == ("torch", pytest.approx(1.0))
+    assert (larger.provider, larger.eager_speedup) == ("triton", pytest.approx(1.25))
+    assert "GPU times x2.00, this shape's work" in larger.reason
+    assert (smaller.provider, smaller.eager_speedup) == ("torch", pytest.approx(0.5))
+    assert here.captured == larger.captured == smaller.captured == "triton"
+
+
 def test_configs_without_host_times_decide_eager_calls_by_gpu_time(configs):
     choice = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
     assert choice.provider == choice.captured == "triton" and choice.eager_speedup is None

@@ -21,8 +21,9 @@ another from Python, a call takes the longer of its GPU time and its host time (
 a kernel of a few microseconds waits for its launch, and tlab's launch through Triton holds
 the host longer than most PyTorch ops. Captured in a CUDA graph, launches replay without
 host time, and GPU time alone decides. Where the two choices differ, each call asks whether
-its stream is capturing. Configs written before the sweeps timed host times have none; there
-eager calls follow the GPU times.
+its stream is capturing. From a nearby tuned shape, GPU times carry over scaled by the work
+(work_ratio), host times as they are. Configs written before the sweeps timed host times
+have none; there eager calls follow the GPU times.
 
 `explain(kernel, dtype, shape)` and `tlab explain` show the choice and why; each choice is also
 logged once at debug level (logger "tritonbench_lab.ops"). The configs file is looked at again
@@ -42,15 +43,16 @@ import torch
 import torch.nn.functional as F
 
 from tritonbench_lab.kernels import add as _add
+from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels import layernorm as _layernorm
 from tritonbench_lab.kernels import matmul as _matmul
 from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
 from tritonbench_lab.kernels import softmax as _softmax
-from tritonbench_lab.records import TORCH_OP, TRITON, parse_config_text
+from tritonbench_lab.records import TFLOPS, TORCH_OP, TRITON, parse_config_text
 from tritonbench_lab.shapes import shape_sizes, shape_text
-from tritonbench_lab.spec import triton_interpreting
+from tritonbench_lab.spec import parse_dtype, triton_interpreting
 from tritonbench_lab.tuned import alignment_class, config_dir, current_gpu_slug, dtype_key, find
 
 log = logging.getLogger(__name__)
@@ -95,6 +97,18 @@ def eager_time(gpu_ms: float, host_ms: float | None) -> float | None:
     return None if host_ms is None else max(gpu_ms, host_ms)
 
 
+def work_ratio(kernel: str, dtype, sizes: tuple[int, ...], tuned: tuple[int, ...]) -> float:
+    """The work of a call at `sizes` over that at the tuned shape, by the kernel's cost model
+    (FLOPs for a TFLOP/s kernel, bytes moved for a GB/s one): how GPU times carry to a nearby
+    shape, where host times stay as they are."""
+    spec = get_spec(kernel)
+    dims, dtype = len(spec.dims), parse_dtype(dtype_key(dtype))
+    here, there = (spec.cost(spec.shape(*s[:dims]), dtype) for s in (sizes, tuned))
+    if spec.metric == TFLOPS:
+        return here.flops / there.flops
+    return here.bytes / there.bytes
+
+
 def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
            directory: Path | None = None) -> Choice:
     """The choice for these sizes (in the kernel's dims order), from the configs only. The
@@ -113,7 +127,9 @@ def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None
         return Choice(kernel, name, shape, TORCH_OP, None, row.shape, None,
                       f"the PyTorch op was not timed at {row.shape}")
     speedup = row.op_p50_ms / row.p50_ms
-    mine, theirs = eager_time(row.p50_ms, row.host_ms), eager_time(row.op_p50_ms, row.op_host_ms)
+    scale = 1.0 if found.exact else work_ratio(kernel, dtype, sizes, shape_sizes(row.shape))
+    mine = eager_time(row.p50_ms * scale, row.host_ms)
+    theirs = eager_time(row.op_p50_ms * scale, row.op_host_ms)
     eager = theirs / mine if mine and theirs else None
     if not found.exact and found.distance > math.log2(NEAR) + 1e-9:
         return Choice(kernel, name, shape, TORCH_OP, None, row.shape, speedup,
@@ -130,8 +146,9 @@ def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None
                   f"{speedup:.2f}x, less than the {NEAR_MARGIN:.2f}x a nearby shape needs")
     eager_wins = wins if eager is None else (eager > 1.0 if found.exact else eager >= NEAR_MARGIN)
     if eager is not None:
+        scaled = "" if found.exact else f"; GPU times x{scale:.2f}, this shape's work"
         reason += (f"; called eagerly {eager:.2f}x (a call's host time {row.host_ms * 1e3:.0f} "
-                   f"us, the op's {row.op_host_ms * 1e3:.0f} us)")
+                   f"us, the op's {row.op_host_ms * 1e3:.0f} us{scaled})")
         if eager_wins != wins:
             reason += (f": eager calls run {'tlab' if eager_wins else 'the op'}, calls captured "
                        f"in a CUDA graph {'tlab' if wins else 'the op'}")

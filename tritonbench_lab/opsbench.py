@@ -59,7 +59,7 @@ class OpsRow:
     kernel: str
     dtype: str
     shape: str
-    calls: str  # "triton" or "torch": what ops chose
+    calls: str  # "triton" or "torch": what ops chose for eager calls (and for graphs, if not that)
     correct: bool
     ops_ms: float  # do_bench, L2 flushed
     torch_ms: float
@@ -163,6 +163,10 @@ def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0)
     ops_call, torch_call, call_sizes, args = _calls(kernel, inputs)
     verdict = check(as_outputs(ops_call()), spec.reference(inputs), spec.tolerance[dtype])
     launch = ops.bound_launch(kernel, dtype, call_sizes, 0)  # decided by the call above
+    captured = ops.bound_launch(kernel, dtype, call_sizes, 0, captured=True)
+    calls = "triton" if launch is not None else "torch"
+    if (captured is None) != (launch is None):  # eager calls and graphs decided apart
+        calls += f" (graph: {'torch' if captured is None else 'triton'})"
     bare = (lambda: launch(*args)) if launch is not None else torch_call
     ops_ms = triton.testing.do_bench(ops_call, warmup=25, rep=100)
     torch_ms = triton.testing.do_bench(torch_call, warmup=25, rep=100)
@@ -172,7 +176,7 @@ def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0)
     if len(sizes) > len(spec.dims):
         shape += f" (k: {sizes[-1]} heads)"
     return OpsRow(kernel, dtype_name, shape,
-                  "triton" if launch is not None else "torch", verdict.ok, ops_ms, torch_ms,
+                  calls, verdict.ok, ops_ms, torch_ms,
                   ops_graph, torch_graph,
                   *(t * 1e3 for t in host_times((ops_call, bare), torch.cuda.synchronize,
                                                 HOST_CALLS, HOST_ROUNDS)),
@@ -197,7 +201,7 @@ def report(rows: list[OpsRow]) -> list[str]:
     most = max(rows, key=lambda r: r.overhead_us)
     lines += [
         "",
-        f"shapes: {len(rows)}, tlab's kernel at {sum(r.calls == 'triton' for r in rows)}, "
+        f"shapes: {len(rows)}, tlab's kernel at {sum(r.calls.startswith('triton') for r in rows)}, "
         f"correct: {sum(r.correct for r in rows)}",
         f"slowest against the PyTorch op (do_bench): {worst.ratio:.3f}x at {worst.kernel} "
         f"{worst.dtype} {worst.shape}",
