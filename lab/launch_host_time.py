@@ -11,9 +11,11 @@ kernel GPU time), and with torch.cuda.synchronize() after each call, of:
   compiled  the CompiledKernel that launch returned, called as compiled[grid](*args)
             (Triton's binding and cache lookup skipped), with every argument, constexprs
             included (how triton 3.9 launches) and, if that fails, without them;
-  torch     F.layer_norm.
-Outputs of triton and compiled are checked against the launcher's first. Then a cProfile of
-the launcher's calls (top 15 by own time).
+  torch     F.layer_norm;
+then ops, launcher and triton again with tritonbench_lab.launching's fast launch installed
+(TLAB_FAST_LAUNCH's: the compiled kernel's launcher called directly after the first call).
+Outputs of triton, compiled and the fast launch are checked against the launcher's first.
+Then a cProfile of the launcher's calls (top 15 by own time), fast launch off and on.
 
     PYTHONPATH=. python3 lab/launch_host_time.py
 """
@@ -26,7 +28,7 @@ import torch
 import torch.nn.functional as F
 import triton
 
-from tritonbench_lab import ops
+from tritonbench_lab import launching, ops
 from tritonbench_lab.kernels import layernorm as ln
 from tritonbench_lab.space import split_config
 from tritonbench_lab.spec import Shape
@@ -87,9 +89,25 @@ def main() -> None:
     for name, fn in forms.items():
         print(f"{name:>24}: {per_call_us(fn, False):6.1f} us a call back to back, "
               f"{per_call_us(fn, True):6.1f} us with a sync after each", flush=True)
-    profile = cProfile.Profile()
-    profile.runcall(lambda: [forms["launcher"]() for _ in range(CALLS)])
-    pstats.Stats(profile).sort_stats("tottime").print_stats(15)
+    # The same launches the short way (tritonbench_lab/launching.py), checked first.
+    given = launching.install_for(ln.launch)
+    for _ in range(2):  # the first goes through Triton, the second the short way
+        out.fill_(float("nan"))
+        forms["launcher"]()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, expected)
+    assert ln.layernorm_kernel.run.kept, "the short way was not taken"
+    print(f"fast launch installed on {[f.__name__ for f in given]}: output matches")
+    for name in ("ops", "launcher", "triton"):
+        fn = forms[name]
+        print(f"{name + ', fast launch':>24}: {per_call_us(fn, False):6.1f} us a call back to "
+              f"back, {per_call_us(fn, True):6.1f} us with a sync after each", flush=True)
+    for fast in (False, True):
+        launching._active[0] = fast
+        profile = cProfile.Profile()
+        profile.runcall(lambda: [forms["launcher"]() for _ in range(CALLS)])
+        print(f"--- the launcher's calls, fast launch {'on' if fast else 'off'}")
+        pstats.Stats(profile).sort_stats("tottime").print_stats(15)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from tritonbench_lab import launching
 from tritonbench_lab.space import HOPPER, Config
 from tritonbench_lab.spec import KernelSpec
 
@@ -57,6 +58,7 @@ def compile_only_for(arch: int = HOPPER_ARCH) -> None:
     from triton.runtime.jit import JITFunction
 
     driver.set_active(_CompileOnlyDriver(GPUTarget("cuda", arch, 32)))
+    launching.suspend()  # every launch through Triton's run, patched below
     launch = JITFunction.run
 
     def compile_only(self, *args, grid, warmup, **kwargs):

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from tritonbench_lab import launching
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.records import DTYPE_NAMES as NAMES
 from tritonbench_lab.records import GBPS, TFLOPS, dtype_name_of
@@ -187,6 +188,8 @@ class KernelSpec:
         problems = spec_problems(self)
         if problems:
             raise TlabError(f"kernel spec {self.name!r} is incomplete: {'; '.join(problems)}")
+        if launching.enabled() and not triton_interpreting():
+            launching.install_for(self.launch)  # its module's kernels launch the short way
 
     def shape(self, *sizes: int) -> Shape:
         """Shape from sizes in `dims` order: spec.shape(4096, 4096, 1024)."""

@@ -40,6 +40,11 @@ def names() -> list[str]:
     return list(_BUILTIN) + [n for n in _USER if n not in _BUILTIN]
 
 
+def builtin_names() -> list[str]:
+    """The kernels that ship with tlab, in registration order."""
+    return list(_BUILTIN)
+
+
 def get_spec(name: str) -> KernelSpec:
     """The spec registered under `name`; an unknown name lists the known ones."""
     if name in _USER:
