@@ -131,6 +131,9 @@ def test_after_a_short_first_pass_the_leaders_are_among_the_contenders():
 
 # --- the sweep loop, with a scripted worker ------------------------------------------------------
 
+HOST_MS: dict[str, float] = {}  # a scripted confirmation's host time by name; else p50 / 10
+
+
 class ScriptedWorker:
     """Answers each task with the next of its scripted p50 times; logs tasks and stops."""
 
@@ -144,7 +147,8 @@ class ScriptedWorker:
         self.log.append(name)
         self.budgets.append(task.bench)
         p50 = self.times[name].pop(0)  # a GPU worker times a confirmation's host too
-        return Outcome(OK, "", 0.0, p50, p50, p50, 0.1, host_ms=p50 / 10 if task.host_time else None)
+        host = HOST_MS.get(name, p50 / 10) if task.host_time else None
+        return Outcome(OK, "", 0.0, p50, p50, p50, 0.1, host_ms=host)
 
     def start_in_background(self) -> None:
         self.log.append("start")
@@ -156,7 +160,8 @@ class ScriptedWorker:
         self.log.append("stop")
 
 
-def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, **options):
+def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, console=None,
+                   **options):
     import torch
     from test_sweep import request_for
 
@@ -181,6 +186,10 @@ def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, **option
         request_for(SPEC, [torch.float32], [SPEC.shape(64, 4096)], tmp_path, space=space),
         confirm=confirm, **options)
     result = sweep_mod.run_sweep(request)
+    if console is not None:  # the summary `tlab sweep` prints
+        from tritonbench_lab.cli.sweep_cmd import print_summary
+
+        print_summary(result, request, console)
     (winner,) = load_winners(result.configs_file)
     return log, load_records(result.results_file), winner
 
@@ -315,9 +324,17 @@ def test_a_sweep_cut_short_while_confirming_is_confirmed_by_the_next_run(
 def test_confirmations_time_the_host_and_winners_carry_it(tmp_path, monkeypatch):
     times = {b: [2.0, 2.2] for b in BASELINES}
     times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
-    _, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2, interpret=False)
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    monkeypatch.setitem(HOST_MS, "w=4", 4.4)  # a launch that holds the host past its GPU time
+    _, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=2, interpret=False,
+                                     console=console)
     assert all((r.host_ms is not None) == r.confirmed for r in rows)  # asked of confirmations
-    assert (winner.host_ms, winner.op_host_ms) == (pytest.approx(0.104), pytest.approx(0.22))
+    assert (winner.host_ms, winner.op_host_ms) == (4.4, pytest.approx(0.22))
+    summary = console.export_text()
+    assert "eager vs torch" in summary and "0.50x" in summary  # max(2.2, 0.22) / max(1.04, 4.4)
+    assert "2.12x" in summary  # on GPU time, 2.2 / 1.04
 
 
 def test_gpu_confirmations_from_before_host_times_are_confirmed_again(tmp_path, monkeypatch):

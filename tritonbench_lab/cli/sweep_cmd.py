@@ -253,6 +253,7 @@ CONFIG_WIDTH = 28  # columns of the winner's config before it folds onto the nex
 def print_summary(result, request, console: Console) -> None:
     from tritonbench_lab.calibrate import ceiling_for, ceilings_in_force, traffic_of
     from tritonbench_lab.cli.tables import print_table
+    from tritonbench_lab.ops import eager_time
     from tritonbench_lab.records import parse_config_text
     from tritonbench_lab.space import config_legend, config_short
     from tritonbench_lab.spec import dtype_name
@@ -266,6 +267,9 @@ def print_summary(result, request, console: Console) -> None:
     columns = ["dtype", "shape", "winner config", "triton", *baselines, "vs best"]
     if ceilings:
         columns.append("% ceiling")
+    eager = any(w.host_ms is not None and w.op_host_ms is not None for w in result.winners)
+    if eager:
+        columns.append("eager vs torch")
     for column in columns:
         # Numbers never wrap; the config column folds at CONFIG_WIDTH (print_table).
         config = column == "winner config"
@@ -289,6 +293,10 @@ def print_summary(result, request, console: Console) -> None:
                f"{w.speedup:.2f}x {w.best_baseline}" if w.speedup else "-"]
         if ceilings:
             row.append(f"{100 * w.throughput / ceiling[1]:.0f}% {ceiling[0]}" if ceiling else "-")
+        if eager:
+            mine = eager_time(w.p50_ms, w.host_ms)
+            op = eager_time(w.op_p50_ms, w.op_host_ms) if w.op_p50_ms is not None else None
+            row.append(f"{op / mine:.2f}x" if mine and op else "-")
         table.add_row(*row)
     print_table(console, table)
     legend = config_legend(parse_config_text(w.config) for w in shown)
@@ -296,6 +304,10 @@ def print_summary(result, request, console: Console) -> None:
         console.print(legend)
     if not ceilings:
         console.print("No ceilings for this GPU yet: run `tlab calibrate` for % of ceiling.")
+    if eager:
+        console.print("eager vs torch: the PyTorch op's time over the winner's, each the longer "
+                      "of its GPU time and a call's host time (what code calling one op after "
+                      "another waits for; tritonbench_lab.ops decides such calls on it).")
     console.print(f"rows: {result.results_file}   winners: {result.configs_file} "
                   f"(each looked up again with tuned.lookup: all {len(result.winners)} match)")
 
