@@ -10,8 +10,8 @@ the options into a cache key, looks the compiled kernel up, checks the globals t
 read, and builds launch metadata for its hooks; only then does it call the compiled kernel's
 launcher. On the development machine's CPU (no GPU: a stand-in driver whose launcher does
 nothing, `lab/dispatch_cpu_time.py`, triton 3.9), `layernorm_kernel[grid](...)` took 10.9-11.0
-µs a call through Triton and 6.8-6.9 µs the short way; tlab's whole launcher 19.2 and
-15.2-15.4 µs. Whether that is worth having on by default is for a GPU's host to say
+µs a call through Triton and 6.9-7.0 µs the short way; tlab's whole launcher 17.7-18.0 and
+14.2 µs. Whether that is worth having on by default is for a GPU's host to say
 (`lab/launch_host_time.py`).
 
 How: FastRun stands in for a kernel's `run` (JITFunction.__getitem__ calls `self.run`). A

@@ -98,6 +98,8 @@ class Space:
     def complete(self, config: Mapping[str, Any]) -> Config:
         """`config` with every added parameter it lacks set to its earlier behaviour, in the
         space's parameter order (a config from before a parameter existed means that)."""
+        if list(config) == list(self.params):  # complete already (every launch of ops')
+            return dict(config)
         known = {**self.added, **config}
         return {name: known[name] for name in self.params if name in known} | {
             name: value for name, value in config.items() if name not in self.params}
@@ -189,8 +191,9 @@ def load_space(space: Space, text: str) -> Space:
 
 def split_config(config: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
     """(meta-parameters for the kernel, launch options for Triton)."""
-    meta = {k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}
-    options = {k: v for k, v in config.items() if k in LAUNCH_OPTIONS}
+    meta, options = {}, {}
+    for name, value in config.items():  # one pass: this runs on every launch
+        (options if name in LAUNCH_OPTIONS else meta)[name] = value
     return meta, options
 
 

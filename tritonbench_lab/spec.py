@@ -81,7 +81,7 @@ class Shape:
 
     @property
     def sizes(self) -> tuple[int, ...]:
-        return tuple(v for _, v in self.dims)
+        return tuple([v for _, v in self.dims])  # a list first: faster than a generator
 
     def __str__(self) -> str:
         return shape_text(self.sizes)
