@@ -284,6 +284,13 @@ def test_a_user_kernel_module_swept_then_checked_on_the_gpu(tmp_path):
     sweep = tlab("sweep", "axpy", "--kernel-module", AXPY, "--root", str(tmp_path),
                  "--sizes", "1000000,16777216")
     assert sweep.returncode == 0, sweep.stderr
+    said = " ".join(sweep.stdout.split())  # each confirmation timed its host time too
+    assert "eager vs torch: the PyTorch op's time over the winner's" in said
+    from tritonbench_lab.store import load_winners
+
+    (configs,) = (tmp_path / "configs").glob("*/axpy.csv")
+    winners = load_winners(configs)
+    assert winners and all(w.host_ms > 0 and w.op_host_ms > 0 for w in winners)
     result = tlab("check", "--root", str(tmp_path), "--kernel-module", AXPY)
     assert result.returncode == 0, result.stdout + result.stderr
     said = " ".join(result.stdout.split())  # a long tmp path wraps the table's title
