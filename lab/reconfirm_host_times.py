@@ -5,7 +5,8 @@ committed winner again so that its row and the PyTorch op's carry their host tim
 A sweep resumed over shapes it has measured re-times only their confirmations (the leaders
 and every baseline) when those lack host times (contenders.lacks_host_time). Per configs
 file and dtype this runs `tlab sweep KERNEL --dtype D --shapes <the committed shapes>
---baselines <the providers timed in the winners' runs>` (fewer baselines in the new run would
+--baselines <the providers timed in the winners' runs>` (dtypes of the same shapes and
+baselines in one command) (fewer baselines in the new run would
 drop their ratios from the configs: winners.py, rule 5), and prints each command's time.
 
     PYTHONPATH=. python3 lab/reconfirm_host_times.py [KERNEL...]
@@ -30,14 +31,18 @@ def plans(kernels: list[str]) -> list[list[str]]:
             continue
         winners = load_winners(configs)
         rows = load_records(Path("results", GPU, configs.name))
+        groups: dict[tuple, list[str]] = {}  # (shapes, baselines) -> dtypes: one command
         for dtype in sorted({w.dtype for w in winners}):
             mine = [w for w in winners if w.dtype == dtype]
             runs = {w.run_id for w in mine}
             baselines = sorted({r.provider for r in rows if r.run_id in runs
                                 and r.dtype == dtype and r.provider != TRITON})
+            key = (",".join(w.shape for w in mine), ",".join(baselines))
+            groups.setdefault(key, []).append(dtype)
+        for (shapes, baselines), dtypes in groups.items():
             commands.append(["python3", "-m", "tritonbench_lab", "sweep", kernel,
-                             "--dtype", dtype, "--shapes", ",".join(w.shape for w in mine),
-                             *(["--baselines", ",".join(baselines)] if baselines else [])])
+                             "--dtype", ",".join(dtypes), "--shapes", shapes,
+                             *(["--baselines", baselines] if baselines else [])])
     return commands
 
 
