@@ -27,6 +27,10 @@ host time timed as kernel time: seen on the H200 at 2048^3 bf16, ~27 us, events 
 the graph while the compile pool ran); the events' otherwise. Both medians are kept and
 `disagree` says whether they differ by more than DISAGREE. In the interpreter: wall clock,
 labelled as such.
+
+Beside the GPU's clocks, the host's: how long a call holds the calling thread (host_times,
+host_ms), which an eager program waits for where it exceeds the GPU time; the sweep's
+confirmations take it, and tritonbench_lab.ops weighs it for eager calls.
 """
 
 from __future__ import annotations
