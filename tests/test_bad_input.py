@@ -316,6 +316,21 @@ def test_bad_input_is_one_line_exit_2_and_touches_nothing(args, phrases, setup, 
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("value", ["yes", "on", "2", "true"])
+@pytest.mark.parametrize("args", [["sweep", "add", "--shapes", "1000"],
+                                  ["explain", "layernorm", "--shape", "1x3072"]])
+def test_a_nonsense_fast_launch_setting_is_one_line_exit_2_and_touches_nothing(args, value,
+                                                                                tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TLAB_DEBUG"}
+    env.update(PYTHONDONTWRITEBYTECODE="1", TLAB_FAST_LAUNCH=value)
+    before = snapshot(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert_one_error_line(result.stderr, [f"TLAB_FAST_LAUNCH={value!r}", "accepted are 1"])
+    assert snapshot(tmp_path) == before
+
+
 # --- property: any --sizes / --dtype text is refused in one line or reaches the sweep ------
 
 class Reached(Exception):

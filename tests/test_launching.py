@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tritonbench_lab import launching
+from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import builtin_names
 
 HERE = Path(__file__).resolve().parent
@@ -226,5 +227,9 @@ def test_launch_hooks_send_every_call_through_triton(fake, monkeypatch):
 def test_fast_launch_is_asked_for_by_the_environment(monkeypatch):
     monkeypatch.delenv(launching.ENV, raising=False)
     assert not launching.enabled()
-    monkeypatch.setenv(launching.ENV, "1")
-    assert launching.enabled()
+    for value, on in (("1", True), ("0", False), ("", False), (" 1 ", True)):
+        monkeypatch.setenv(launching.ENV, value)
+        assert launching.enabled() is on
+    monkeypatch.setenv(launching.ENV, "yes")  # not read as off: refused
+    with pytest.raises(TlabError, match="TLAB_FAST_LAUNCH='yes': accepted are 1"):
+        launching.enabled()

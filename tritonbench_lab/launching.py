@@ -8,11 +8,9 @@ Per launch, Triton's JITFunction.run finds the device and stream, binds every ar
 specializes it (type, 16-byte alignment, divisibility by 16, the value 1), hashes that with
 the options into a cache key, looks the compiled kernel up, checks the globals the kernel
 read, and builds launch metadata for its hooks; only then does it call the compiled kernel's
-launcher. On the development machine's CPU (no GPU: a stand-in driver whose launcher does
-nothing, `lab/dispatch_cpu_time.py`, triton 3.9), `layernorm_kernel[grid](...)` took 10.9-11.0
-µs a call through Triton and 6.9-7.0 µs the short way; tlab's whole launcher 17.7-18.0 and
-14.2 µs. Whether that is worth having on by default is for a GPU's host to say
-(`lab/launch_host_time.py`).
+launcher. What the short way saves is for a GPU's host to say (`lab/launch_host_time.py`;
+`lab/dispatch_cpu_time.py` compares the two ways on a CPU, with a launcher that does nothing).
+Until it has, the short way is off by default.
 
 How: FastRun stands in for a kernel's `run` (JITFunction.__getitem__ calls `self.run`). A
 call's signature is what Triton specializes on, made a little finer: the device, the keyword
@@ -35,6 +33,8 @@ import types
 
 import torch
 
+from tritonbench_lab.errors import TlabError
+
 ENV = "TLAB_FAST_LAUNCH"
 MAX_SIGNATURES = 256  # per kernel; past this the kept ones are forgotten (a leak guard)
 _PLAIN = frozenset((int, bool, float, str, type(None)))
@@ -45,7 +45,13 @@ _active = [True]  # crosscompile's compile-only launches turn this off (suspend)
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "0") == "1"
+    """Whether TLAB_FAST_LAUNCH asks for the short way: 1 on; 0, empty or unset off; any
+    other value is refused (a TlabError naming it), not read as off."""
+    value = os.environ.get(ENV, "").strip()
+    if value not in ("", "0", "1"):
+        raise TlabError(f"{ENV}={value!r}: accepted are 1 (launch the short way) and 0 or "
+                        "unset (through Triton)")
+    return value == "1"
 
 
 def suspend() -> None:

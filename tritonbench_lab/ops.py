@@ -97,6 +97,16 @@ def eager_time(gpu_ms: float, host_ms: float | None) -> float | None:
     return None if host_ms is None else max(gpu_ms, host_ms)
 
 
+def eager_speedup(row, scale: float = 1.0) -> float | None:
+    """The PyTorch op's eager time over tlab's kernel's at a configs row (Winner), its GPU
+    times scaled by `scale` (work_ratio, for a nearby shape); None without host times."""
+    if row.op_p50_ms is None:
+        return None
+    mine = eager_time(row.p50_ms * scale, row.host_ms)
+    theirs = eager_time(row.op_p50_ms * scale, row.op_host_ms)
+    return theirs / mine if mine and theirs else None
+
+
 def work_ratio(kernel: str, dtype, sizes: tuple[int, ...], tuned: tuple[int, ...]) -> float:
     """The work of a call at `sizes` over that at the tuned shape, by the kernel's cost model
     (FLOPs for a TFLOP/s kernel, bytes moved for a GB/s one): how GPU times carry to a nearby
@@ -128,9 +138,7 @@ def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None
                       f"the PyTorch op was not timed at {row.shape}")
     speedup = row.op_p50_ms / row.p50_ms
     scale = 1.0 if found.exact else work_ratio(kernel, dtype, sizes, shape_sizes(row.shape))
-    mine = eager_time(row.p50_ms * scale, row.host_ms)
-    theirs = eager_time(row.op_p50_ms * scale, row.op_host_ms)
-    eager = theirs / mine if mine and theirs else None
+    eager = eager_speedup(row, scale)
     if not found.exact and found.distance > math.log2(NEAR) + 1e-9:
         return Choice(kernel, name, shape, TORCH_OP, None, row.shape, speedup,
                       f"the nearest tuned shape {row.shape} is more than {NEAR:g}x away",

@@ -253,7 +253,7 @@ CONFIG_WIDTH = 28  # columns of the winner's config before it folds onto the nex
 def print_summary(result, request, console: Console) -> None:
     from tritonbench_lab.calibrate import ceiling_for, ceilings_in_force, traffic_of
     from tritonbench_lab.cli.tables import print_table
-    from tritonbench_lab.ops import eager_time
+    from tritonbench_lab.ops import eager_speedup
     from tritonbench_lab.records import parse_config_text
     from tritonbench_lab.space import config_legend, config_short
     from tritonbench_lab.spec import dtype_name
@@ -294,9 +294,8 @@ def print_summary(result, request, console: Console) -> None:
         if ceilings:
             row.append(f"{100 * w.throughput / ceiling[1]:.0f}% {ceiling[0]}" if ceiling else "-")
         if eager:
-            mine = eager_time(w.p50_ms, w.host_ms)
-            op = eager_time(w.op_p50_ms, w.op_host_ms) if w.op_p50_ms is not None else None
-            row.append(f"{op / mine:.2f}x" if mine and op else "-")
+            ratio = eager_speedup(w)
+            row.append(f"{ratio:.2f}x" if ratio else "-")
         table.add_row(*row)
     print_table(console, table)
     legend = config_legend(parse_config_text(w.config) for w in shown)
