@@ -4,17 +4,16 @@ its time, on held-out matmul shapes), in one device call:
     PYTHONPATH=. python3 lab/search_quality.py run [SHAPE ...]
 
 1. exhaustive, from an empty root with its own Triton cache;
-2. `--search prior:12` from a root holding a copy of configs/ (its prior: the winners of the
-   nearest tuned shapes), its own cache;
-3. the same, its prior richer: after those winners, the RUNNERS_UP fastest configs of each of
-   the NEAREST tuned shapes in the committed results/ (a variant of sweep.prior_winners
-   patched in; replayed on 2026-12-04, it came within 2% at 5 of 6 shapes against 4; on an
-   H200 that evening both came within 2% at 5 of 6, the richer at 43% of the time: BENCHMARKS);
+2. `--search prior:12` from a root holding a copy of configs/ and results/ (its prior: the
+   nearest tuned shapes' winners and a portfolio drawn from the results, prior.py), its own
+   cache;
+3. the same with winners alone (prior.PORTFOLIO = 0 patched in: the prior before the
+   portfolio, which came within 2% at 5 of 6 shapes on an H200 on 2026-12-04, BENCHMARKS);
 4. quality: each shape's three winners timed in one process, in turns (ROUNDS rounds, the
    sweep's confirmation budget), each ratio against exhaustive's winner.
 
 Wall time of each sweep and the ratios go to stdout and to $OUT/search_quality.json when OUT
-is set. `... prior SHAPE` prints the richer prior of one shape (no GPU needed).
+is set. `... prior SHAPE` prints the prior of one shape (no GPU needed).
 """
 import json
 import os
@@ -29,49 +28,21 @@ REPO = Path(__file__).resolve().parent.parent
 HELD_OUT = ["768x768x768", "1536x1536x1536", "3072x3072x3072", "6144x6144x6144",
             "4096x4096x1024", "2048x8192x4096"]
 SLUG, KERNEL, DTYPE = "nvidia-h200", "matmul", "bf16"
-NEAREST, RUNNERS_UP = 4, 3
 ROUNDS = 4
 
 
-def richer_prior(request, dtype: str, shape: str) -> tuple[dict, ...]:
-    """The NEAREST tuned shapes' best configs in the committed results, rank by rank (their
-    winners, then each one's runner-up, ...: RUNNERS_UP + 1 ranks), then sweep.prior_winners
-    (the other shapes' winners). PriorSearch starts from the first PRIOR_STARTS of these."""
-    from tritonbench_lab import sweep
-    from tritonbench_lab.records import OK, TRITON, parse_config_text
-    from tritonbench_lab.store import load_records
-    from tritonbench_lab.tuned import nearest_first
-    from tritonbench_lab.winners import shape_results
+def sweep_winners_only(argv: list[str]) -> None:
+    """`tlab sweep ...` with the portfolio switched off (run in a process of its own)."""
+    from tritonbench_lab import cli, prior
 
-    rows = load_records(REPO / "results" / SLUG / f"{request.spec.name}.csv")
-    results = [r for r in shape_results(rows) if r.dtype == dtype and r.shape != shape]
-    ranked = []
-    for result in nearest_first(results, shape, lambda r: r.shape)[:NEAREST]:
-        ranked.append(sorted((r for r in result.configs.values()
-                              if r.provider == TRITON and r.status == OK and r.p50_ms is not None),
-                             key=lambda r: r.p50_ms))
-    by_rank = [request.space.complete(parse_config_text(rows[rank].config))
-               for rank in range(RUNNERS_UP + 1) for rows in ranked if rank < len(rows)]
-    out = []
-    for config in by_rank + list(sweep.ORIGINAL_PRIOR(request, dtype, shape)):
-        if config not in out:
-            out.append(config)
-    return tuple(out)
-
-
-def sweep_rich(argv: list[str]) -> None:
-    """`tlab sweep ...` with the richer prior patched in (run in a process of its own)."""
-    from tritonbench_lab import cli, sweep
-
-    sweep.ORIGINAL_PRIOR = sweep.prior_winners
-    sweep.prior_winners = richer_prior
+    prior.PORTFOLIO = 0
     cli.main(argv)
 
 
-def timed_sweep(root: Path, args: list[str], rich: bool = False) -> float:
+def timed_sweep(root: Path, args: list[str], winners_only: bool = False) -> float:
     env = {**os.environ, "TRITON_CACHE_DIR": str(root / "triton-cache"),
            "PYTHONPATH": str(REPO)}
-    command = ([sys.executable, __file__, "sweep-rich"] if rich
+    command = ([sys.executable, __file__, "sweep-winners-only"] if winners_only
                else [sys.executable, "-m", "tritonbench_lab"]) + ["sweep", *args,
                                                                   "--root", str(root)]
     start = time.perf_counter()
@@ -125,12 +96,14 @@ def quality(shapes: list[str], picks: dict[str, dict[str, str]], device: str = "
 def run(shapes: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="search-quality-"))
     args = [KERNEL, "--dtype", DTYPE, "--shapes", ",".join(shapes)]
-    roots = {name: work / name for name in ("exhaustive", "prior", "rich")}
-    for name in ("prior", "rich"):
-        shutil.copytree(REPO / "configs", roots[name] / "configs")
+    roots = {name: work / name for name in ("exhaustive", "prior", "winners")}
+    for name in ("prior", "winners"):
+        for folder in ("configs", "results"):
+            shutil.copytree(REPO / folder, roots[name] / folder)
     walls = {"exhaustive": timed_sweep(roots["exhaustive"], args),
              "prior": timed_sweep(roots["prior"], [*args, "--search", "prior:12"]),
-             "rich": timed_sweep(roots["rich"], [*args, "--search", "prior:12"], rich=True)}
+             "winners": timed_sweep(roots["winners"], [*args, "--search", "prior:12"],
+                                    winners_only=True)}
     print("wall s:", {k: round(v, 1) for k, v in walls.items()},
           "of exhaustive:", {k: round(v / walls["exhaustive"], 3) for k, v in walls.items()},
           flush=True)
@@ -143,30 +116,27 @@ def run(shapes: list[str]) -> None:
 def show_prior(shape: str) -> None:
     from types import SimpleNamespace
 
-    from tritonbench_lab import sweep
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.records import parse_config_text
+    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.prior import prior_configs
     from tritonbench_lab.space import config_text
-    from tritonbench_lab.store import load_winners
-    from tritonbench_lab.tuned import nearest_first
+    from tritonbench_lab.store import load_records
+    from tritonbench_lab.winners import shape_results
 
     spec = get_spec(KERNEL)
-
-    def winners_only(request, dtype, shape):
-        found = [w for w in load_winners(REPO / "configs" / SLUG / f"{KERNEL}.csv")
-                 if w.dtype == dtype and w.shape != shape]
-        return tuple(spec.space.complete(parse_config_text(w.config))
-                     for w in nearest_first(found, shape, lambda w: w.shape))
-
-    sweep.ORIGINAL_PRIOR = winners_only
-    for config in richer_prior(SimpleNamespace(spec=spec, space=spec.space), DTYPE, shape):
+    layout = Layout(REPO)
+    request = SimpleNamespace(configs_file=layout.configs_file(SLUG, KERNEL), spec=spec,
+                              space=spec.space, layout=layout,
+                              fingerprint=SimpleNamespace(gpu_slug=SLUG))
+    results = shape_results(load_records(REPO / "results" / SLUG / f"{KERNEL}.csv"))
+    for config in prior_configs(request, results, DTYPE, shape, list(spec.space)):
         print(config_text(config))
 
 
 if __name__ == "__main__":
     command, rest = sys.argv[1], sys.argv[2:]
-    if command == "sweep-rich":
-        sweep_rich(rest)
+    if command == "sweep-winners-only":
+        sweep_winners_only(rest)
     elif command == "prior":
         show_prior(rest[0])
     else:

@@ -258,7 +258,6 @@ def test_a_search_gives_the_pool_its_shape_space_behind_its_batches(monkeypatch,
     run = SimpleNamespace(request=request, pool=Pool(), rows={},
                           is_done=lambda task: task.config["BLOCK"] == 128,  # measured before
                           queued=lambda count, phase: None)
-    monkeypatch.setattr(sweep, "prior_winners", lambda *args: ())
     baselines = sweep.Batch([], "sweep")
     pipeline = sweep.first_pass(run, ("fp32", "64"), [{"BLOCK": b} for b in blocks],
                                 lambda config: Task("k", "triton", (64,), "fp32", config, 0),

@@ -4,7 +4,6 @@ holes and failures); replay computes the loss. Pure Python: no GPU, no triton.""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import sys
@@ -329,38 +328,3 @@ def test_replayed_prior_leaves_the_shape_itself_out(tmp_path):
                              defaults={"softmax": {"ROWS": 8, "num_warps": 8}})
     assert len(replays) == 3
     assert all(r.timed == 1 and r.found_ms == 2.0 and r.best_ms == 1.0 for r in replays)
-
-
-def test_a_sweep_reads_its_prior_from_the_configs_files_nearest_shape_first(tmp_path):
-    from types import SimpleNamespace
-
-    from fixture_results import write_softmax_fixture
-
-    from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.layout import Layout
-    from tritonbench_lab.records import Winner
-    from tritonbench_lab.store import load_records, write_table
-    from tritonbench_lab.sweep import prior_winners
-    from tritonbench_lab.winners import pick_winners
-
-    winners = pick_winners(load_records(write_softmax_fixture(tmp_path) / "softmax.csv"))
-    # another config wins at 64x16384 in this copy, so the two priors can be told apart
-    winners[-1] = dataclasses.replace(winners[-1], config="ROWS=1 num_warps=4")
-    layout = Layout(tmp_path)
-    write_table(layout.configs_file("gpu", "softmax"), winners, Winner)
-    spec = get_spec("softmax")
-
-    def request(spec):
-        return SimpleNamespace(configs_file=layout.configs_file("gpu", spec.name), spec=spec,
-                               space=spec.space, layout=layout,
-                               fingerprint=SimpleNamespace(gpu_slug="gpu"))
-
-    prior = prior_winners(request(spec), "fp32", "64x12000")
-    assert [p["ROWS"] for p in prior] == [1, 2, 2]  # 64x16384, then 64x4096, then 64x1024
-    assert all(p == spec.space.complete(p) for p in prior)
-    assert len(prior_winners(request(spec), "fp32", "64x4096")) == 2  # its own row left out
-    assert prior_winners(request(spec), "bf16", "64x4096") == ()
-    # A kernel that names softmax in prior_from starts from softmax's winners, its own
-    # shape included (none of its own tuned yet).
-    sibling = dataclasses.replace(spec, name="softmax_sibling", prior_from=("softmax",))
-    assert len(prior_winners(request(sibling), "fp32", "64x4096")) == 3

@@ -65,16 +65,15 @@ def replay_results(paths: Iterable[Path], searches: Iterable[tuple[str, int | No
                    defaults: Mapping[str, Config] | None = None) -> list[Replay]:
     """Replay each (strategy, budget) over every shape of the results files, once per seed
     (exhaustive once); `defaults`: kernel name -> its untuned config (space.default)."""
-    from tritonbench_lab.records import OK, SKIPPED, parse_config_text
+    from tritonbench_lab.prior import portfolio, results_tables, standing_times, take_turns
+    from tritonbench_lab.records import parse_config_text
     from tritonbench_lab.store import load_records
     from tritonbench_lab.winners import shape_results
 
     searches, out = list(searches), []
     results = [r for path in paths for r in shape_results(load_records(Path(path)))]
     for result in results:
-        # The rows that stand, one per config; pruned configs are not part of the space.
-        table = {text: (row.p50_ms if row.status == OK else None)
-                 for text, row in result.configs.items() if row.status != SKIPPED}
+        table = standing_times(result)
         if not any(ms is not None for ms in table.values()):
             continue
         configs = [parse_config_text(t) for t in table]
@@ -82,11 +81,16 @@ def replay_results(paths: Iterable[Path], searches: Iterable[tuple[str, int | No
         default = (defaults or {}).get(result.kernel, {})
         default = {n: default[n] for n in configs[0] if n in default}
         label = f"{result.kernel} {result.dtype} {result.shape}"
-        # Leave one out: the prior is what won at the other shapes of the same results.
-        others = [r for r in results if (r.kernel, r.dtype) == (result.kernel, result.dtype)
-                  and r.shape != result.shape and r.winner is not None]
-        prior = [parse_config_text(r.winner.config)
-                 for r in nearest_first(others, result.shape, lambda r: r.shape)]
+        # Leave one out: the prior is drawn from the other shapes of the same results, as a
+        # sweep draws it (prior.py): their winners and a portfolio, in turns.
+        mine = [r for r in results if r.kernel == result.kernel]
+        others = [r for r in mine if r.dtype == result.dtype and r.shape != result.shape
+                  and r.winner is not None]
+        winners = [parse_config_text(r.winner.config)
+                   for r in nearest_first(others, result.shape, lambda r: r.shape)]
+        chosen = [parse_config_text(t) for t in portfolio(
+            results_tables(mine, result.dtype, result.shape), result.shape, table.keys())]
+        prior = take_turns(winners, chosen)
         for name, budget in searches:
             for seed in seeds if name != "exhaustive" else seeds[:1]:
                 out.append(replay(name, table, configs, budget=budget, seed=seed,

@@ -259,14 +259,15 @@ class LocalSearch(_Strategy):
 
 
 class PriorSearch(LocalSearch):
-    """The local search, started from what won elsewhere: the winners of the nearest tuned
-    shapes of this kernel and dtype on this GPU (up to PRIOR_STARTS), the default and one
-    random config, then best-first descent from the fastest of them. A new shape's winner is
-    usually a winner of a shape near it, or a few moves away. Replayed on the H200's matmul
-    times (leave one shape out, its prior the other shapes' winners), a fifth of the space
-    came within 2% of the best in 95% of runs (the local search at that budget: 83%, at a
-    third: 97%; BENCHMARKS.md). With no prior (a first sweep on a GPU) it is the local
-    search on a fifth."""
+    """The local search, started from what was fast elsewhere: up to PRIOR_STARTS configs of
+    the prior the sweep hands it (prior.py: the nearest tuned shapes' winners in turns with
+    a portfolio of configs close to the best across the results' shapes), the default and
+    one random config, then best-first descent from the fastest of them. A new shape's
+    winner is usually fast at a shape near it, or a few moves from such a config. Replayed
+    on the H200's matmul times (leave one shape out), a fifth of the space came within 2% of
+    the best in 95% of runs (the local search at that budget: 85%, at a third: 100%), 12
+    configs in 74% (from winners alone: 53%; BENCHMARKS.md). With no prior (a first sweep on
+    a GPU) it is the local search on a fifth."""
 
     name = "prior"
     fraction = 1 / 5

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import threading
 import uuid
 from collections.abc import Iterator
@@ -68,9 +69,9 @@ from tritonbench_lab.records import (
 from tritonbench_lab.schedule import Batch, Pipeline, Scheduler
 from tritonbench_lab.space import config_text
 from tritonbench_lab.spec import parse_dtype, throughput
-from tritonbench_lab.store import append_rows, load_records, load_winners, write_table
+from tritonbench_lab.store import append_rows, load_records, write_table
 from tritonbench_lab.tuned import check_round_trip
-from tritonbench_lab.winners import pick_winners
+from tritonbench_lab.winners import pick_winners, shape_results
 from tritonbench_lab.worker import Outcome, Task
 
 LOOKAHEAD = CASES_KEPT  # shapes open at once while the pool compiles: the worker keeps them
@@ -167,9 +168,15 @@ class _Run:
             if is_same_toolchain(request, r):
                 self.rows.setdefault((r.dtype, r.shape), []).append(r)
         self.measured_now: set[tuple[str, str]] = set()
+        self.history = rows  # every row of the results file, for --search prior
         self.pool: CompilePool | None = None
         self.lock = threading.Lock()
         self.stopping = False
+
+    @functools.cached_property
+    def history_results(self) -> list:
+        """The results file's rows as ShapeResults (--search prior's portfolio)."""
+        return shape_results(self.history)
 
     def is_done(self, task: Task) -> bool:
         return task_key(self.request, task) in self.done
@@ -271,13 +278,16 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
         yield baselines
         yield Batch([t for t in map(task_of, configs) if not run.is_done(t)], SWEEP, pinned=False)
         return
+    from tritonbench_lab.prior import prior_configs
     from tritonbench_lab.search import SearchRequest, make_search
 
     space = request.space
     default = space.complete(space.default) if space.default else None
+    prior = (prior_configs(request, run.history_results, *key, configs)
+             if request.search == "prior" else ())
     search = make_search(request.search, SearchRequest(
         tuple(configs), default if default in configs else None, request.search_budget,
-        request.seed, prior_winners(request, *key)))
+        request.seed, prior))
     # The idle pool compiles the rest of the shape's space for later proposals; not for a
     # capped search (`:N`, N configs at most), whose timing worker those compiles slowed
     # (prior:12 over six held-out matmul shapes: 38 s with them, 34 s without; H200).
@@ -304,23 +314,6 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
         yield Batch(todo, SWEEP, pinned=False)
     if baselines is not None:  # the search proposed nothing (all timed before)
         yield baselines
-
-
-def prior_winners(request: SweepRequest, dtype: str, shape: str) -> tuple[dict, ...]:
-    """Where `--search prior` starts: the configs that won on this GPU at the other shapes
-    of this kernel and dtype, and at any shape of the kernels it names in `prior_from`
-    (configs files as they stand), nearest shapes first (this kernel's first on a tie)."""
-    from tritonbench_lab.tuned import nearest_first
-
-    spec, slug = request.spec, request.fingerprint.gpu_slug
-    found = [w for w in load_winners(request.configs_file)
-             if (w.kernel, w.dtype) == (spec.name, dtype) and w.shape != shape]
-    for name in spec.prior_from:
-        found += [w for w in load_winners(request.layout.configs_file(slug, name))
-                  if (w.kernel, w.dtype) == (name, dtype)]
-    # Winners measured before a parameter joined the space get its value of then.
-    return tuple(request.space.complete(parse_config_text(w.config))
-                 for w in nearest_first(found, shape, lambda w: w.shape))
 
 
 def pipelines(run: _Run, planned: list[Planned]) -> Iterator[Pipeline]:

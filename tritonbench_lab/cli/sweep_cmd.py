@@ -90,9 +90,10 @@ def sweep(
     search: Annotated[str, typer.Option(
         "--search", metavar="STRATEGY",
         help="Which configs to time per shape: exhaustive (all), prior (a neighbourhood "
-        "search from the configs that won at the nearest tuned shapes; a fifth of the "
-        "space), local (the same from the default config; a third), random, optuna (needs "
-        "tlab[optuna]); ':N' caps the configs timed per shape, e.g. prior:64.")] = "exhaustive",
+        "search from the configs that won at the nearest tuned shapes and those fast across "
+        "the results file's shapes; a fifth of the space), local (the same from the "
+        "default config; a third), random, optuna (needs tlab[optuna]); ':N' caps the "
+        "configs timed per shape, e.g. prior:64.")] = "exhaustive",
     gpus: Annotated[str | None, typer.Option(
         "--gpus", metavar="all|0,1,...",
         help="GPUs to measure on, one isolated worker each (they must be one model). In the "

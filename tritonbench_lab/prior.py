@@ -1,0 +1,134 @@
+"""Where `--search prior` starts at a shape: what was fast at the shapes measured before.
+
+Two lists, taken in turns (a config in both counts once):
+
+- the winners of the other shapes of this kernel and dtype on this GPU, and of the kernels
+  its spec names in `prior_from` (configs files as they stand), nearest shapes first: a new
+  shape's winner is often a near shape's;
+- a portfolio drawn from this GPU's results file: the PORTFOLIO configs that together come
+  closest to the best at each of the other shapes, each shape weighted by its nearness
+  (NEARNESS to the minus the distance in doublings, so a shape twice as large in one dim
+  weighs a quarter). It holds what the winners cannot: the runner-up that is within a few
+  per cent everywhere, the config that suits shapes between two tuned ones. Winners alone
+  are few where most shapes agree: 8 of the H200's 17 bf16 matmul shapes won with one config.
+
+Replayed on the H200's rows, leaving one shape out at a time (BENCHMARKS.md, "Search
+strategies, replayed"), `prior:12` with the portfolio came within 2% of the best more often
+than from winners alone for matmul and matmul_gelu, as often for softmax, rmsnorm,
+layernorm, rope and add_rmsnorm. No torch, no triton.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Collection, Mapping, Sequence
+
+from tritonbench_lab.records import OK, SKIPPED, parse_config_text
+from tritonbench_lab.shapes import shape_sizes
+from tritonbench_lab.space import Config, config_text
+
+PORTFOLIO = 8
+NEARNESS = 4.0
+# A config more than this many times the best at a shape (or failed, or never timed there)
+# counts as this: one shape where a config fails must not outweigh the rest.
+WORST_RATIO = 3.0
+
+Times = Mapping[str, "float | None"]  # config text -> p50 ms (None: failed)
+
+
+def standing_times(result) -> dict[str, float | None]:
+    """A ShapeResult's Triton configs as the table a search sees: each config's standing
+    p50 (None where its row failed); pruned configs are not part of the space."""
+    return {text: (row.p50_ms if row.status == OK else None)
+            for text, row in result.configs.items() if row.status != SKIPPED}
+
+
+def nearness(shape: str, other: str) -> float:
+    """NEARNESS ** -(sum over dims of |log2| of the size ratios); 0 across ranks."""
+    here, there = shape_sizes(shape), shape_sizes(other)
+    if len(here) != len(there):
+        return 0.0
+    return NEARNESS ** -sum(abs(math.log2(a / b)) for a, b in zip(here, there, strict=True))
+
+
+def portfolio(tables: Sequence[tuple[str, Times]], shape: str,
+              allowed: Collection[str] | None = None, size: int | None = None) -> list[str]:
+    """Up to `size` (None: PORTFOLIO) config texts chosen one at a time, each the one that
+    most lowers the weighted sum over `tables` ((shape, times) of the other shapes) of
+    log(fastest chosen time there / best time there), capped at log(WORST_RATIO).
+    `allowed`: the configs of this shape's space (None: any). Ties go to the config met
+    first in the tables."""
+    weights, columns = [], []  # per usable table: its weight, and config -> log ratio
+    for other, times in tables:
+        ok = [ms for ms in times.values() if ms is not None and ms > 0]
+        weight = nearness(shape, other)
+        if not ok or weight == 0:
+            continue
+        best, cap = min(ok), math.log(WORST_RATIO)
+        weights.append(weight)
+        columns.append({t: min(math.log(ms / best), cap) for t, ms in times.items()
+                        if ms is not None and ms > 0 and (allowed is None or t in allowed)})
+    # Per candidate, where it was timed: (table, log ratio). Order of first appearance.
+    where: dict[str, list[tuple[int, float]]] = {}
+    for i, column in enumerate(columns):
+        for text, ratio in column.items():
+            where.setdefault(text, []).append((i, ratio))
+    now = [math.log(WORST_RATIO)] * len(columns)  # each table's log ratio so far
+    chosen: list[str] = []
+    while len(chosen) < (PORTFOLIO if size is None else size):
+        gains = {text: sum(weights[i] * max(0.0, now[i] - r) for i, r in timed)
+                 for text, timed in where.items() if text not in chosen}
+        pick = max(gains, key=gains.get, default=None)
+        if pick is None or gains[pick] <= 0:
+            break  # nothing left that is faster anywhere
+        chosen.append(pick)
+        for i, r in where[pick]:
+            now[i] = min(now[i], r)
+    return chosen
+
+
+def take_turns(*lists: Sequence[Config]) -> list[Config]:
+    """One from each list in turn, repeats dropped: [a, b], [c, a, d] -> [a, c, b, d]."""
+    out, seen = [], set()
+    for turn in itertools.zip_longest(*lists):
+        for config in turn:
+            if config is not None and config_text(config) not in seen:
+                seen.add(config_text(config))
+                out.append(config)
+    return out
+
+
+def results_tables(results, dtype: str, shape: str) -> list[tuple[str, dict]]:
+    """(shape, standing times) of each ShapeResult of `dtype` at another shape."""
+    return [(r.shape, standing_times(r)) for r in results
+            if r.dtype == dtype and r.shape != shape]
+
+
+def prior_configs(request, results: Sequence, dtype: str, shape: str,
+                  configs: Sequence[Config]) -> tuple[Config, ...]:
+    """A sweep's prior for (dtype, shape): the winners (configs files) and the portfolio
+    (`results`: ShapeResults of this kernel's results file on this GPU) in turns, each config
+    completed to the space as it is now (a winner tuned before a parameter joined the space
+    gets its value of then), the portfolio drawn from `configs`, this shape's space."""
+    from tritonbench_lab.store import load_winners
+    from tritonbench_lab.tuned import nearest_first
+
+    spec, slug, space = request.spec, request.fingerprint.gpu_slug, request.space
+    found = [w for w in load_winners(request.configs_file)
+             if (w.kernel, w.dtype) == (spec.name, dtype) and w.shape != shape]
+    for name in spec.prior_from:
+        found += [w for w in load_winners(request.layout.configs_file(slug, name))
+                  if (w.kernel, w.dtype) == (name, dtype)]
+    winners = [space.complete(parse_config_text(w.config))
+               for w in nearest_first(found, shape, lambda w: w.shape)]
+
+    def complete(text: str) -> str:
+        return config_text(space.complete(parse_config_text(text)))
+
+    tables = [(other, {complete(t): ms for t, ms in times.items()})
+              for other, times in results_tables(
+                  [r for r in results if r.kernel == spec.name], dtype, shape)]
+    by_text = {config_text(c): c for c in configs}
+    chosen = [by_text[t] for t in portfolio(tables, shape, by_text.keys())]
+    return tuple(take_turns(winners, chosen))
