@@ -129,7 +129,9 @@ def show_prior(shape: str) -> None:
                               space=spec.space, layout=layout,
                               fingerprint=SimpleNamespace(gpu_slug=SLUG))
     results = shape_results(load_records(REPO / "results" / SLUG / f"{KERNEL}.csv"))
-    for config in prior_configs(request, results, DTYPE, shape, list(spec.space)):
+    found = prior_configs(request, results, DTYPE, shape, list(spec.space))
+    print(found.sentence(KERNEL, DTYPE, shape))
+    for config in found.configs:
         print(config_text(config))
 
 

@@ -99,24 +99,31 @@ def test_a_sweep_reads_its_prior_from_the_configs_and_results_files(tmp_path):
     space = [spec.space.complete({"ROWS": r, "num_warps": w}) for r in (1, 2, 4)
              for w in (4, 8)]
     results = shape_results(rows)
-    got = prior.prior_configs(request, results, "fp32", "64x12000", space)
+    found = prior.prior_configs(request, results, "fp32", "64x12000", space)
+    got = found.configs
     # winners nearest first (64x16384's, then 64x4096's and 64x1024's, one config), in turns
     # with the portfolio of the results: ROWS=2 w8 only (the best at each shape, ROWS=4's
     # rows being wrong results; after it, no config is faster anywhere)
     assert [(p["ROWS"], p["num_warps"]) for p in got] == [(1, 4), (2, 8)]
     assert all(p == spec.space.complete(p) for p in got)
+    assert (found.winners, found.portfolio, found.shapes) == (2, 1, 3)
+    assert found.sentence("softmax", "fp32", "64x12000") == (
+        "--search prior at softmax fp32 64x12000 starts from 2 winner(s) of other shapes "
+        "(configs file) and a portfolio of 1 drawn from 3 shape(s) of the results file")
     # its own shape's rows and winner are left out; another dtype has none
-    own = prior.prior_configs(request, results, "fp32", "64x16384", space)
+    own = prior.prior_configs(request, results, "fp32", "64x16384", space).configs
     assert [(p["ROWS"], p["num_warps"]) for p in own] == [(2, 8)]
-    assert prior.prior_configs(request, results, "bf16", "64x4096", space) == ()
+    none = prior.prior_configs(request, results, "bf16", "64x4096", space)
+    assert none.configs == () and "nothing tuned on this GPU yet" in none.sentence("k", "bf16", "1")
     # the portfolio holds configs of this shape's space only
     narrow = [c for c in space if c["ROWS"] == 1]
-    assert config_text(prior.prior_configs(request, results, "fp32", "64x12000", narrow)[0]) \
+    assert config_text(prior.prior_configs(request, results, "fp32", "64x12000",
+                                           narrow).configs[0]) \
         == config_text(space[0])
     # A kernel that names softmax in prior_from starts from softmax's winners too.
     sibling = dataclasses.replace(spec, name="softmax_sibling", prior_from=("softmax",))
     assert len(prior.prior_configs(request_at(tmp_path, sibling), [], "fp32", "64x4096",
-                                   space)) == 2
+                                   space).configs) == 2
 
 
 def test_pruned_and_failed_rows_do_not_enter_the_portfolio(tmp_path):
@@ -131,7 +138,7 @@ def test_pruned_and_failed_rows_do_not_enter_the_portfolio(tmp_path):
             record("triton", text[1], "64x1024", 0.5, status=COMPILE_ERROR),
             record("triton", text[2], "64x1024", 2.0)]
     got = prior.prior_configs(request_at(tmp_path, spec), shape_results(rows), "fp32",
-                              "64x4096", space)
+                              "64x4096", space).configs
     assert [config_text(c) for c in got] == [text[2]]
 
 
@@ -164,7 +171,16 @@ def test_a_prior_sweep_starts_from_the_portfolio_of_its_results_file(tmp_path, m
         request_for(SPEC, [torch.float32], [SPEC.shape(64, 4096)], tmp_path, space=space),
         interpret=False, bench=BenchOptions(25, 100), first_bench=BenchOptions(5, 5),
         confirm=1, search="prior", search_budget=1)
-    result = sweep.run_sweep(request)
+    notes: list[str] = []
+
+    class Events(sweep.SweepEvents):
+        def note(self, sentence: str) -> None:
+            notes.append(sentence)
+
+    result = sweep.run_sweep(request, Events())
+    assert notes == ["--search prior at softmax fp32 64x4096 starts from 0 winner(s) of other "
+                     "shapes (configs file) and a portfolio of 1 drawn from 1 shape(s) of the "
+                     "results file"]
     swept = [r.config for r in load_records(result.results_file)
              if r.shape == "64x4096" and r.provider == "triton"]
     assert swept == [text(8), text(8)]  # its first pass, then its confirmation

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from tritonbench_lab.records import OK, SKIPPED, parse_config_text
 from tritonbench_lab.shapes import shape_sizes
@@ -105,8 +106,26 @@ def results_tables(results, dtype: str, shape: str) -> list[tuple[str, dict]]:
             if r.dtype == dtype and r.shape != shape]
 
 
+@dataclass(frozen=True)
+class Prior:
+    configs: tuple[Config, ...]  # winners and portfolio in turns
+    winners: int  # distinct winners of other shapes among them
+    portfolio: int  # configs of the portfolio
+    shapes: int  # other shapes of this dtype in the results file
+
+    def sentence(self, kernel: str, dtype: str, shape: str) -> str:
+        """What a sweep prints where a prior search opens a shape."""
+        where = f"--search prior at {kernel} {dtype} {shape}"
+        if not self.configs:
+            return (f"{where}: nothing tuned on this GPU yet, so a local search from the "
+                    "default config")
+        return (f"{where} starts from {self.winners} winner(s) of other shapes (configs "
+                f"file) and a portfolio of {self.portfolio} drawn from {self.shapes} shape(s) "
+                "of the results file")
+
+
 def prior_configs(request, results: Sequence, dtype: str, shape: str,
-                  configs: Sequence[Config]) -> tuple[Config, ...]:
+                  configs: Sequence[Config]) -> Prior:
     """A sweep's prior for (dtype, shape): the winners (configs files) and the portfolio
     (`results`: ShapeResults of this kernel's results file on this GPU) in turns, each config
     completed to the space as it is now (a winner tuned before a parameter joined the space
@@ -131,4 +150,5 @@ def prior_configs(request, results: Sequence, dtype: str, shape: str,
                   [r for r in results if r.kernel == spec.name], dtype, shape)]
     by_text = {config_text(c): c for c in configs}
     chosen = [by_text[t] for t in portfolio(tables, shape, by_text.keys())]
-    return tuple(take_turns(winners, chosen))
+    return Prior(tuple(take_turns(winners, chosen)), len({config_text(w) for w in winners}),
+                 len(chosen), len(tables))

@@ -100,6 +100,9 @@ class SweepEvents:
     def compiled(self, summary: str) -> None:
         """The compile pool finished: what it did, in a sentence."""
 
+    def note(self, sentence: str) -> None:
+        """Something to say once, in a sentence (where a prior search starts)."""
+
 
 @dataclass
 class SweepResult:
@@ -283,8 +286,12 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
 
     space = request.space
     default = space.complete(space.default) if space.default else None
-    prior = (prior_configs(request, run.history_results, *key, configs)
-             if request.search == "prior" else ())
+    prior = ()
+    if request.search == "prior":
+        found = prior_configs(request, run.history_results, *key, configs)
+        with run.lock:
+            run.events.note(found.sentence(request.spec.name, *key))
+        prior = found.configs
     search = make_search(request.search, SearchRequest(
         tuple(configs), default if default in configs else None, request.search_budget,
         request.seed, prior))

@@ -86,6 +86,9 @@ class SweepProgress(SweepEvents):
     def compiled(self, summary: str) -> None:
         self.progress.console.print(summary)
 
+    def note(self, sentence: str) -> None:
+        self.progress.console.print(sentence)
+
     def queued(self, count: int, phase: str) -> None:
         self.queued_in[phase] += count
         self.progress.update(self.bar, total=(self.progress.tasks[0].total or 0) + count)
