@@ -1,0 +1,64 @@
+"""Lab probe, not part of the product (nothing imports it): on this machine's CPU, no GPU
+needed, how long the first PRIOR_STARTS configs of `--search prior` at each held-out matmul
+shape take to compile for sm_90 (tritonbench_lab.crosscompile), with the portfolio and from
+winners alone. A sweep compiles a search's first batch in parallel, so its slowest compile
+is what the timing worker waits for.
+
+    env -u TRITON_INTERPRET PYTHONPATH=. python3 lab/prior_compile_time.py
+"""
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="prior-compile-")
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "lab"))
+
+import torch  # noqa: E402
+from search_quality import HELD_OUT, KERNEL, SLUG  # noqa: E402
+
+from tritonbench_lab import crosscompile, prior  # noqa: E402
+from tritonbench_lab.kernels import get_spec  # noqa: E402
+from tritonbench_lab.layout import Layout  # noqa: E402
+from tritonbench_lab.records import parse_config_text  # noqa: E402
+from tritonbench_lab.search import PRIOR_STARTS  # noqa: E402
+from tritonbench_lab.space import config_text  # noqa: E402
+from tritonbench_lab.store import load_records  # noqa: E402
+from tritonbench_lab.winners import shape_results  # noqa: E402
+
+
+def main() -> None:
+    crosscompile.compile_only_for()
+    spec, layout = get_spec(KERNEL), Layout(REPO)
+    request = SimpleNamespace(configs_file=layout.configs_file(SLUG, KERNEL), spec=spec,
+                              space=spec.space, layout=layout,
+                              fingerprint=SimpleNamespace(gpu_slug=SLUG))
+    results = shape_results(load_records(REPO / "results" / SLUG / f"{KERNEL}.csv"))
+    # One small input: what is compiled depends on the config and the operands' alignment
+    # (all held-out sizes are multiples of 16), not on the sizes.
+    inputs = spec.make_inputs(spec.shape(768, 768, 768), torch.bfloat16, "cpu", 0)
+    seconds: dict[str, float] = {}
+    for shape in HELD_OUT:
+        line = []
+        for name, size in (("winners alone", 0), ("with the portfolio", prior.PORTFOLIO)):
+            saved, prior.PORTFOLIO = prior.PORTFOLIO, size
+            found = prior.prior_configs(request, results, "bf16", shape, list(spec.space))
+            prior.PORTFOLIO = saved
+            batch = [config_text(c) for c in found.configs[:PRIOR_STARTS]]
+            for text in batch:
+                if text not in seconds:
+                    start = time.perf_counter()
+                    spec.launch(inputs, parse_config_text(text), spec.allocate_outputs(inputs))
+                    seconds[text] = time.perf_counter() - start
+            line.append(f"{name}: slowest {max(seconds[t] for t in batch):.1f} s, "
+                        f"all {sum(seconds[t] for t in batch):.1f} s")
+        print(shape, "|", " | ".join(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
