@@ -32,13 +32,52 @@ from tritonbench_lab.store import load_records  # noqa: E402
 from tritonbench_lab.winners import shape_results  # noqa: E402
 
 
+def contenders_replayed(results, rows, confirm: int = 3) -> list[int]:
+    """Per shape of `results`, the contenders among the configs prior:12 times there."""
+    from tritonbench_lab.contenders import contenders
+    from tritonbench_lab.prior import portfolio, results_tables, standing_times, take_turns
+    from tritonbench_lab.records import SWEEP, TRITON
+    from tritonbench_lab.search import SearchRequest, make_search
+    from tritonbench_lab.tuned import nearest_first
+
+    spec = get_spec(KERNEL)
+    first = {(r.dtype, r.shape, r.config): r for r in rows
+             if r.phase == SWEEP and r.provider == TRITON}  # the newest first-pass row
+    counts = []
+    for result in results:
+        table = standing_times(result)
+        configs = [parse_config_text(t) for t in table]
+        others = [r for r in results if r.dtype == result.dtype and r.shape != result.shape
+                  and r.winner is not None]
+        winners = [parse_config_text(r.winner.config)
+                   for r in nearest_first(others, result.shape, lambda r: r.shape)]
+        chosen = [parse_config_text(t) for t in portfolio(
+            results_tables(results, result.dtype, result.shape), result.shape, table.keys())]
+        default = {n: v for n, v in spec.space.default.items() if n in configs[0]}
+        search = make_search("prior", SearchRequest(tuple(configs), default, 12, 0,
+                                                    tuple(take_turns(winners, chosen))))
+        measured: dict = {}
+        while batch := search.propose(measured):
+            measured.update({config_text(c): table[config_text(c)] for c in batch})
+        timed = [first[key] for t in measured if (key := (result.dtype, result.shape, t)) in first]
+        counts.append(len(contenders(timed, always=confirm)))
+    return counts
+
+
 def main() -> None:
+    rows = load_records(REPO / "results" / SLUG / f"{KERNEL}.csv")
+    results = shape_results(rows)
+    for name, size in (("winners alone", 0), ("with the portfolio", prior.PORTFOLIO)):
+        saved, prior.PORTFOLIO = prior.PORTFOLIO, size
+        counts = contenders_replayed(results, rows)
+        prior.PORTFOLIO = saved
+        print(f"contenders of prior:12 a shape, {name}: mean {sum(counts) / len(counts):.2f}, "
+              f"{counts}", flush=True)
     crosscompile.compile_only_for()
     spec, layout = get_spec(KERNEL), Layout(REPO)
     request = SimpleNamespace(configs_file=layout.configs_file(SLUG, KERNEL), spec=spec,
                               space=spec.space, layout=layout,
                               fingerprint=SimpleNamespace(gpu_slug=SLUG))
-    results = shape_results(load_records(REPO / "results" / SLUG / f"{KERNEL}.csv"))
     # One small input: what is compiled depends on the config and the operands' alignment
     # (all held-out sizes are multiples of 16), not on the sizes.
     inputs = spec.make_inputs(spec.shape(768, 768, 768), torch.bfloat16, "cpu", 0)
