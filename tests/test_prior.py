@@ -106,10 +106,12 @@ def test_a_sweep_reads_its_prior_from_the_configs_and_results_files(tmp_path):
     # rows being wrong results; after it, no config is faster anywhere)
     assert [(p["ROWS"], p["num_warps"]) for p in got] == [(1, 4), (2, 8)]
     assert all(p == spec.space.complete(p) for p in got)
-    assert (found.winners, found.portfolio, found.shapes) == (2, 1, 3)
+    # both starts are winners (the portfolio's one config too)
+    assert (found.winners, found.portfolio, found.shapes) == (2, 0, 3)
     assert found.sentence("softmax", "fp32", "64x12000") == (
         "--search prior at softmax fp32 64x12000 starts from 2 winner(s) of other shapes "
-        "(configs file) and a portfolio of 1 drawn from 3 shape(s) of the results file")
+        "(configs file) and 0 config(s) of a portfolio drawn from 3 shape(s) of the results "
+        "file")
     # its own shape's rows and winner are left out; another dtype has none
     own = prior.prior_configs(request, results, "fp32", "64x16384", space).configs
     assert [(p["ROWS"], p["num_warps"]) for p in own] == [(2, 8)]
@@ -179,8 +181,8 @@ def test_a_prior_sweep_starts_from_the_portfolio_of_its_results_file(tmp_path, m
 
     result = sweep.run_sweep(request, Events())
     assert notes == ["--search prior at softmax fp32 64x4096 starts from 0 winner(s) of other "
-                     "shapes (configs file) and a portfolio of 1 drawn from 1 shape(s) of the "
-                     "results file"]
+                     "shapes (configs file) and 1 config(s) of a portfolio drawn from 1 "
+                     "shape(s) of the results file"]
     swept = [r.config for r in load_records(result.results_file)
              if r.shape == "64x4096" and r.provider == "triton"]
     assert swept == [text(8), text(8)]  # its first pass, then its confirmation

@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from tritonbench_lab.records import OK, SKIPPED, parse_config_text
+from tritonbench_lab.search import PRIOR_STARTS
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import Config, config_text
 
@@ -109,8 +110,8 @@ def results_tables(results, dtype: str, shape: str) -> list[tuple[str, dict]]:
 @dataclass(frozen=True)
 class Prior:
     configs: tuple[Config, ...]  # winners and portfolio in turns
-    winners: int  # distinct winners of other shapes among them
-    portfolio: int  # configs of the portfolio
+    winners: int  # of the PRIOR_STARTS the search starts from: winners of other shapes
+    portfolio: int  # and configs of the portfolio only
     shapes: int  # other shapes of this dtype in the results file
 
     def sentence(self, kernel: str, dtype: str, shape: str) -> str:
@@ -120,8 +121,8 @@ class Prior:
             return (f"{where}: nothing tuned on this GPU yet, so a local search from the "
                     "default config")
         return (f"{where} starts from {self.winners} winner(s) of other shapes (configs "
-                f"file) and a portfolio of {self.portfolio} drawn from {self.shapes} shape(s) "
-                "of the results file")
+                f"file) and {self.portfolio} config(s) of a portfolio drawn from {self.shapes} "
+                "shape(s) of the results file")
 
 
 def prior_configs(request, results: Sequence, dtype: str, shape: str,
@@ -150,5 +151,9 @@ def prior_configs(request, results: Sequence, dtype: str, shape: str,
                   [r for r in results if r.kernel == spec.name], dtype, shape)]
     by_text = {config_text(c): c for c in configs}
     chosen = [by_text[t] for t in portfolio(tables, shape, by_text.keys())]
-    return Prior(tuple(take_turns(winners, chosen)), len({config_text(w) for w in winners}),
-                 len(chosen), len(tables))
+    merged = take_turns(winners, chosen)
+    # What PriorSearch starts from: the first PRIOR_STARTS of the prior in this shape's space.
+    starts = [t for t in map(config_text, merged) if t in by_text][:PRIOR_STARTS]
+    won = {config_text(w) for w in winners}
+    return Prior(tuple(merged), sum(t in won for t in starts),
+                 sum(t not in won for t in starts), len(tables))
