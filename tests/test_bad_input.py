@@ -174,6 +174,13 @@ CASES = [
          ["--gpu asks for a GPU", "CUDA sees none", "use --interpret"], marks=NO_GPU_ONLY),
     case("calibrate-without-gpu", ["calibrate", "--root", "{tmp}"],
          ["tlab calibrate measures a GPU and needs CUDA", "none is visible"], marks=NO_GPU_ONLY),
+    case("host-times-without-gpu", ["host-times", "--root", "{tmp}"],
+         ["tlab host-times times a GPU's host and needs CUDA", "none is visible"], _h200_configs,
+         marks=NO_GPU_ONLY),
+    case("host-times-bad-dtype", ["host-times", "--root", "{tmp}", "--dtype", "fp64"],
+         ["unknown dtype 'fp64'", "accepted are fp32"], _h200_configs),
+    case("host-times-no-kernels", ["host-times", "--root", "{tmp}", "--kernel", ","],
+         ["no kernels in --kernel"], _h200_configs),
     # numeric options (click's own checks)
     case("timeout-zero", [*SWEEP, "--timeout", "0"],
          ["Invalid value for '--timeout'", "greater than or equal to 1",

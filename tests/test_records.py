@@ -67,6 +67,15 @@ def test_schema_documents_every_ceilings_column_in_order():
     assert tuple(table("results/<gpu-slug>/ceilings.csv")) == CEILING_COLUMNS
 
 
+def test_schema_documents_every_host_times_column_in_order():
+    from dataclasses import fields
+
+    from tritonbench_lab.records import HostTime
+
+    assert tuple(table("results/<gpu-slug>/host/<kernel>.csv")) == tuple(
+        f.name for f in fields(HostTime))
+
+
 def test_schema_names_every_status():
     text = SCHEMA.read_text()
     for status in STATUSES:

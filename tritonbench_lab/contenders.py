@@ -29,13 +29,10 @@ from __future__ import annotations
 
 from tritonbench_lab.records import (
     CONTEND,
-    CUDAGRAPH,
-    DO_BENCH,
     OK,
     SWEEP,
     TRITON,
     Record,
-    fastest,
     standing,
 )
 
@@ -78,7 +75,8 @@ def leaders_to_confirm(rows: list[Record], count: int,
                        only: set[str] | None = None) -> list[Record]:
     """Of one toolchain's rows for one dtype and shape, those whose config or baseline to
     re-time: the `count` fastest Triton configs and every baseline, unless confirmed already
-    (on a GPU, with the host time of a call: lacks_host_time). Triton configs come first: a
+    (a confirmation from before tlab timed the host's part of a call counts: `tlab
+    host-times` adds those without timing the GPU again). Triton configs come first: a
     round cut short leaves its baselines unconfirmed, which is how a later run knows to
     confirm the shape. Confirmed leaders that came out slower let others into the top
     `count`: the next round. Where a short first pass had contenders, the leaders are among
@@ -101,25 +99,11 @@ def leaders_to_confirm(rows: list[Record], count: int,
             quickest[r.key()] = r
     ranked = sorted((r for r in quickest.values() if r.provider == TRITON), key=lambda r: r.p50_ms)
     wanted = ranked[:count] + [r for r in quickest.values() if r.provider != TRITON]
-    return [r for r in wanted if not r.confirmed or lacks_host_time(r)]
-
-
-def lacks_host_time(row: Record) -> bool:
-    """A GPU confirmation timed ok before tlab timed the host's part of a call (Record.host_ms,
-    which tritonbench_lab.ops weighs for the winner and the PyTorch op): it is confirmed
-    again, every baseline with it, since a winner's ratios come from its own run only
-    (winners.py, rule 5)."""
-    return (row.confirmed and row.status == OK and row.method in (DO_BENCH, CUDAGRAPH)
-            and row.host_ms is None)
+    return [r for r in wanted if not r.confirmed]
 
 
 def confirmation_unfinished(rows: list[Record]) -> bool:
-    """True when a shape's rows have no confirmations, when a baseline timed ok has none, or
-    when the winner's or a baseline's confirmation lacks its host time."""
+    """True when a shape's rows have no confirmations, or when a baseline timed ok has none."""
     confirmed = {r.provider for r in rows if r.confirmed}
     timed = {r.provider for r in rows if r.status == OK and r.p50_ms}
-    if not confirmed or any(p != TRITON and p not in confirmed for p in timed):
-        return True
-    now = standing(rows)
-    winner = fastest([r for r in now if r.provider == TRITON and r.status == OK])
-    return any(lacks_host_time(r) for r in now if r.provider != TRITON or r is winner)
+    return not confirmed or any(p != TRITON and p not in confirmed for p in timed)

@@ -3,6 +3,8 @@ folder):
 
     results/<gpu-slug>/<kernel>.csv      every measurement (append-only)
     results/<gpu-slug>/ceilings.csv      the GPU's measured ceilings (append-only)
+    results/<gpu-slug>/host/<kernel>.csv host times of the winners and the PyTorch op
+                                         (tlab host-times; append-only)
     results/<gpu-slug>/regret/           a root of its own for `tlab check --regret`
     configs/<gpu-slug>/<kernel>.csv      the winners, rewritten from results/ by each sweep
 
@@ -25,6 +27,7 @@ from tritonbench_lab.errors import TlabError
 
 INTERPRETER_SLUG = "interpreter"
 CEILINGS = "ceilings"  # results/<gpu>/ceilings.csv is not a kernel's file
+HOST = "host"  # results/<gpu>/host/: the winners' host times, per kernel
 REPORT = "REPORT.md"
 
 
@@ -56,6 +59,9 @@ class Layout:
     def ceilings_file(self, slug: str) -> Path:
         return ceilings_in(self.gpu_results(slug))
 
+    def host_times_file(self, slug: str, kernel: str) -> Path:
+        return host_times_beside(self.results_file(slug, kernel))
+
     def configs_file(self, slug: str, kernel: str) -> Path:
         return config_file_in(self.configs, slug, kernel)
 
@@ -83,6 +89,12 @@ def config_file_in(configs: Path, slug: str, kernel: str) -> Path:
 def kernel_file(folder: Path, kernel: str) -> Path:
     """A kernel's results file in one GPU's results folder."""
     return Path(folder) / f"{kernel}.csv"
+
+
+def host_times_beside(results_file: Path) -> Path:
+    """The host times of a kernel's winners, in a folder beside its results file (a
+    subfolder, so that nothing that lists a GPU's kernel files takes it for one)."""
+    return Path(results_file).parent / HOST / Path(results_file).name
 
 
 def ceilings_in(folder: Path) -> Path:

@@ -181,6 +181,29 @@ class Ceiling:
     timestamp: str
 
 
+@dataclass(frozen=True)
+class HostTime:
+    """The host's part of one call (timing.host_times) of a winner, or of the PyTorch op at
+    its shape, timed by `tlab host-times` beside the other in one run (hosttimes.py)."""
+
+    kernel: str
+    dtype: str
+    shape: str
+    provider: str  # TRITON (config: the winner's) or TORCH_OP
+    config: str
+    host_ms: float
+    calls: int  # calls enqueued back to back per round
+    launch: str  # how tlab's kernel was launched: "triton" (JITFunction.run) or "fast"
+    gpu: str
+    gpu_slug: str
+    torch: str
+    triton: str
+    tlab: str
+    source: str  # the kernel source the winner was tuned on (Record.source)
+    run_id: str
+    timestamp: str
+
+
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record))
 WINNER_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Winner))
 CEILING_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Ceiling))

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import Ceiling, Record, Winner, row_decoder, to_cells
+from tritonbench_lab.records import Ceiling, HostTime, Record, Winner, row_decoder, to_cells
 
-_KIND = {Record: "results", Winner: "winners", Ceiling: "ceilings"}
+_KIND = {Record: "results", Winner: "winners", Ceiling: "ceilings", HostTime: "host times"}
 _cache: dict[tuple, list] = {}
 
 # Columns added at the end of a table after files of it existed, with the cell older rows
@@ -133,6 +133,10 @@ def load_winners(path: Path) -> list[Winner]:
 
 def load_ceilings(path: Path) -> list[Ceiling]:
     return read_table(path, Ceiling)
+
+
+def load_host_times(path: Path) -> list[HostTime]:
+    return read_table(path, HostTime)
 
 
 def read_results(path: Path):

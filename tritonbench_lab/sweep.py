@@ -71,7 +71,7 @@ from tritonbench_lab.space import config_text
 from tritonbench_lab.spec import parse_dtype, throughput
 from tritonbench_lab.store import append_rows, load_records, write_table
 from tritonbench_lab.tuned import check_round_trip
-from tritonbench_lab.winners import pick_winners, shape_results
+from tritonbench_lab.winners import shape_results, winners_from_files
 from tritonbench_lab.worker import Outcome, Task
 
 LOOKAHEAD = CASES_KEPT  # shapes open at once while the pool compiles: the worker keeps them
@@ -373,8 +373,7 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
         # the winners are picked and written.
         for device in devices:
             device.ask_to_stop()
-        all_rows = load_records(results_file)
-        winners = pick_winners(all_rows)
+        all_rows, winners = winners_from_files(results_file)
         if winners:
             write_table(request.configs_file, winners, Winner)
             check_round_trip(request.spec, request.fingerprint.gpu_slug,

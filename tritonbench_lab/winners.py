@@ -17,7 +17,12 @@ Per (kernel, dtype, shape):
 6. a baseline is drawn and compared even when outside the tolerance (it is timed, and the
    row says `wrong_result`); the best baseline for the speed-up is the fastest `ok` one, and
    the PyTorch op's own time (the `torch` baseline, records.TORCH_OP) is kept beside it:
-   `ops` calls tlab's kernel only where it beats that op.
+   `ops` calls tlab's kernel only where it beats that op;
+7. the host times of a call of the winner and of the PyTorch op (what `ops` weighs for eager
+   calls) are the newest pair of either their confirmations in the winner's run (Record.
+   host_ms) or a `tlab host-times` run that timed the winner's config, on its toolchain and
+   kernel source, beside the op (HostTime rows): host times belong to the launch path and
+   the host, which a host-times run measures again without timing the GPU again.
 No torch, no triton.
 """
 
@@ -30,6 +35,7 @@ from tritonbench_lab.records import (
     OK,
     TORCH_OP,
     TRITON,
+    HostTime,
     Record,
     Winner,
     fastest,
@@ -100,13 +106,32 @@ def _size_order(shape: str) -> tuple[int, ...]:
         return ()
 
 
-def winner_of(result: ShapeResult) -> Winner | None:
+def host_pair(best: Record, op: Record | None, host: list[HostTime]) -> tuple:
+    """Rule 7: (host_ms, op_host_ms) of the winner `best` and the PyTorch op's row `op`."""
+    pair = (best.host_ms, op.host_ms if op is not None else None)
+    when = best.timestamp if best.host_ms is not None else ""
+    runs: dict[str, dict[str, HostTime]] = defaultdict(dict)
+    for h in host:
+        if (h.kernel, h.dtype, h.shape) == (best.kernel, best.dtype, best.shape) and \
+                (h.provider == TORCH_OP or h.config == best.config) and \
+                (h.torch, h.triton, h.tlab, h.source) == (best.torch, best.triton, best.tlab,
+                                                           best.source):
+            runs[h.run_id][h.provider] = h
+    for timed in runs.values():
+        mine, theirs = timed.get(TRITON), timed.get(TORCH_OP)
+        if mine is not None and theirs is not None and mine.timestamp >= when:
+            pair, when = (mine.host_ms, theirs.host_ms), mine.timestamp
+    return pair
+
+
+def winner_of(result: ShapeResult, host: list[HostTime] = ()) -> Winner | None:
     best = result.winner
     if best is None:
         return None
     base = result.best_baseline
     op = result.baselines.get(TORCH_OP)
     op_ok = op is not None and op.status == OK
+    host_ms, op_host_ms = host_pair(best, op if op_ok else None, list(host))
     return Winner(
         kernel=best.kernel, dtype=best.dtype, shape=best.shape, config=best.config,
         p50_ms=best.p50_ms, throughput=best.throughput, metric=best.metric,
@@ -118,10 +143,22 @@ def winner_of(result: ShapeResult) -> Winner | None:
         op_p50_ms=op.p50_ms if op_ok else None,
         gpu=best.gpu, torch=best.torch, triton=best.triton, tlab=best.tlab,
         source=best.source, date=best.timestamp[:10], run_id=best.run_id,
-        host_ms=best.host_ms, op_host_ms=op.host_ms if op_ok else None,
+        host_ms=host_ms, op_host_ms=op_host_ms,
     )
 
 
-def pick_winners(records: list[Record]) -> list[Winner]:
-    """One Winner per (kernel, dtype, shape) that has an ok Triton row, in size order."""
-    return [w for w in map(winner_of, shape_results(records)) if w is not None]
+def winners_from_files(results_file) -> tuple[list[Record], list[Winner]]:
+    """A kernel's rows and the winners they pick, its host-times file's rows taken in
+    (layout.host_times_beside): what a configs file must hold."""
+    from tritonbench_lab.layout import host_times_beside
+    from tritonbench_lab.store import load_host_times, load_records
+
+    rows = load_records(results_file)
+    return rows, pick_winners(rows, load_host_times(host_times_beside(results_file)))
+
+
+def pick_winners(records: list[Record], host: list[HostTime] = ()) -> list[Winner]:
+    """One Winner per (kernel, dtype, shape) that has an ok Triton row, in size order;
+    `host`: the kernel's host-times rows (rule 7)."""
+    host = list(host)
+    return [w for w in (winner_of(r, host) for r in shape_results(records)) if w is not None]

@@ -22,6 +22,7 @@ from tritonbench_lab.cli import (
     compile_cmd,
     explain_cmd,
     export_cmd,
+    hosttimes_cmd,
     list_cmd,
     opsbench_cmd,
     plot_cmd,
@@ -59,6 +60,7 @@ def _root(
 list_cmd.register(app)
 sweep_cmd.register(app)
 calibrate_cmd.register(app)
+hosttimes_cmd.register(app)
 plot_cmd.register(app)
 export_cmd.register(app)
 check_cmd.register(app)

@@ -1,0 +1,63 @@
+"""`tlab host-times`: time the host's part of a call of each committed winner and of the
+PyTorch op at its shape again, without timing the GPU again (hosttimes.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from tritonbench_lab.cli.options import (
+    Dtypes,
+    KernelModules,
+    Kernels,
+    Root,
+    known_dtypes,
+    prepare,
+    split_list,
+)
+from tritonbench_lab.errors import TlabError
+
+
+def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = None,
+               kernel_modules: KernelModules = None) -> None:
+    """Time how long one call of each winner in ROOT/configs/<this gpu>/ holds the calling
+    thread, and one call of the PyTorch op at its shape, in turns (what tritonbench_lab.ops
+    weighs for eager calls); append them to ROOT/results/<gpu>/host/<kernel>.csv and write
+    the configs files again with them. No GPU time is measured again: for winners confirmed
+    before tlab timed host times, or after tlab's launch path changed. Winners tuned on
+    another toolchain or kernel source are skipped and named. Needs a CUDA GPU."""
+    from tritonbench_lab.env import cuda_available
+
+    names = known_dtypes(dtype)
+    chosen = split_list(kernels)
+    if chosen == []:
+        raise TlabError("no kernels in --kernel: name some, or leave it out for every kernel "
+                        "with a configs file for this GPU")
+    if not cuda_available():
+        raise TlabError("tlab host-times times a GPU's host and needs CUDA; none is visible")
+    backend = prepare(False, kernel_modules)
+    from tritonbench_lab.env import fingerprint
+    from tritonbench_lab.hosttimes import run_kernel
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.sweep import new_run_id
+
+    fp = fingerprint(backend)
+    layout = Layout(root)
+    here = sorted(p.stem for p in (layout.configs / fp.gpu_slug).glob("*.csv"))
+    if chosen is None and not here:
+        raise TlabError(f"no configs for {fp.gpu} ({fp.gpu_slug}) under {layout.configs}: "
+                        "sweep a kernel on this GPU first")
+    specs = [get_spec(name) for name in (chosen or here)]
+    console = Console()
+    run_id, timed = new_run_id(), 0
+    for spec in specs:
+        timed += run_kernel(spec, layout, fp, "cuda", names, console.print, run_id)
+    console.print(f"{timed} winner(s) timed on {fp.gpu}'s host (run {run_id}); rows in "
+                  f"{layout.gpu_results(fp.gpu_slug) / 'host'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("host-times")(host_times)
