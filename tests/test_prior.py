@@ -189,3 +189,31 @@ def test_a_prior_sweep_starts_from_the_portfolio_of_its_results_file(tmp_path, m
     (winner,) = [w for w in load_winners(result.configs_file) if w.shape == "64x4096"]
     assert winner.config == text(8) and winner.p50_ms == 1.1
     assert log.count("w=8") == 2 and not any(e in log for e in ("w=1", "w=2", "w=4"))
+
+
+def test_a_gpu_with_nothing_yet_starts_from_the_other_gpus_rows(tmp_path):
+    from fixture_results import SLUG, write_softmax_fixture
+
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.records import Winner
+    from tritonbench_lab.store import load_records, write_table
+    from tritonbench_lab.winners import pick_winners, shape_results
+
+    rows = load_records(write_softmax_fixture(tmp_path) / "softmax.csv")
+    layout = Layout(tmp_path)
+    write_table(layout.configs_file(SLUG, "softmax"), pick_winners(rows), Winner)
+    spec = get_spec("softmax")
+    space = [spec.space.complete({"ROWS": r, "num_warps": w}) for r in (1, 2, 4)
+             for w in (4, 8)]
+    found = prior.prior_configs(request_at(tmp_path, spec), [], "fp32", "64x12000", space)
+    assert found.borrowed == (SLUG,) and found.shapes == 3
+    assert [(p["ROWS"], p["num_warps"]) for p in found.configs] == [(2, 8)]
+    assert found.sentence("softmax", "fp32", "64x12000").endswith(
+        f"(nothing tuned on this GPU yet: those of {SLUG})")
+    # once this GPU has rows of its own, only they count
+    own = [dataclasses.replace(r, gpu_slug="gpu", config="ROWS=1 num_warps=4") for r in rows
+           if r.provider == "triton" and r.shape == "64x1024" and r.config.startswith("ROWS=1")]
+    mine = prior.prior_configs(request_at(tmp_path, spec), shape_results(own), "fp32",
+                               "64x12000", space)
+    assert mine.borrowed == () and [(p["ROWS"], p["num_warps"]) for p in mine.configs] == [(1, 4)]

@@ -113,6 +113,7 @@ class Prior:
     winners: int  # of the PRIOR_STARTS the search starts from: winners of other shapes
     portfolio: int  # and configs of the portfolio only
     shapes: int  # other shapes of this dtype in the results file
+    borrowed: tuple[str, ...] = ()  # other GPUs' slugs, when this GPU had nothing yet
 
     def sentence(self, kernel: str, dtype: str, shape: str) -> str:
         """What a sweep prints where a prior search opens a shape."""
@@ -120,9 +121,11 @@ class Prior:
         if not self.configs:
             return (f"{where}: nothing tuned on this GPU yet, so a local search from the "
                     "default config")
+        whose = (f" (nothing tuned on this GPU yet: those of {', '.join(self.borrowed)})"
+                 if self.borrowed else "")
         return (f"{where} starts from {self.winners} winner(s) of other shapes (configs "
                 f"file) and {self.portfolio} config(s) of a portfolio drawn from {self.shapes} "
-                "shape(s) of the results file")
+                f"shape(s) of the results file{whose}")
 
 
 def prior_configs(request, results: Sequence, dtype: str, shape: str,
@@ -130,25 +133,36 @@ def prior_configs(request, results: Sequence, dtype: str, shape: str,
     """A sweep's prior for (dtype, shape): the winners (configs files) and the portfolio
     (`results`: ShapeResults of this kernel's results file on this GPU) in turns, each config
     completed to the space as it is now (a winner tuned before a parameter joined the space
-    gets its value of then), the portfolio drawn from `configs`, this shape's space."""
-    from tritonbench_lab.store import load_winners
-    from tritonbench_lab.tuned import nearest_first
+    gets its value of then), the portfolio drawn from `configs`, this shape's space.
 
-    spec, slug, space = request.spec, request.fingerprint.gpu_slug, request.space
-    found = [w for w in load_winners(request.configs_file)
-             if (w.kernel, w.dtype) == (spec.name, dtype) and w.shape != shape]
-    for name in spec.prior_from:
-        found += [w for w in load_winners(request.layout.configs_file(slug, name))
-                  if (w.kernel, w.dtype) == (name, dtype)]
+    On a GPU with nothing of this kernel and dtype yet, from the other GPUs' files under the
+    root instead (the committed H200 rows, for a first sweep on another GPU): what is fast on
+    one GPU of a generation is a better start than the default, and the search times every
+    config it keeps on this one."""
+    from tritonbench_lab.store import load_records
+    from tritonbench_lab.tuned import nearest_first
+    from tritonbench_lab.winners import shape_results
+
+    spec, slug, space, layout = (request.spec, request.fingerprint.gpu_slug, request.space,
+                                 request.layout)
+    found = winners_on(request, slug, dtype, shape)
+    raw = results_tables([r for r in results if r.kernel == spec.name], dtype, shape)
+    borrowed: list[str] = []
+    if not found and not raw:
+        for other in layout.gpu_slugs():
+            theirs = winners_on(request, other, dtype, shape) if other != slug else []
+            tables = results_tables(shape_results(load_records(
+                layout.results_file(other, spec.name))), dtype, shape) if other != slug else []
+            if theirs or tables:
+                borrowed.append(other)
+                found, raw = found + theirs, raw + tables
     winners = [space.complete(parse_config_text(w.config))
                for w in nearest_first(found, shape, lambda w: w.shape)]
 
     def complete(text: str) -> str:
         return config_text(space.complete(parse_config_text(text)))
 
-    tables = [(other, {complete(t): ms for t, ms in times.items()})
-              for other, times in results_tables(
-                  [r for r in results if r.kernel == spec.name], dtype, shape)]
+    tables = [(other, {complete(t): ms for t, ms in times.items()}) for other, times in raw]
     by_text = {config_text(c): c for c in configs}
     chosen = [by_text[t] for t in portfolio(tables, shape, by_text.keys())]
     merged = take_turns(winners, chosen)
@@ -156,4 +170,18 @@ def prior_configs(request, results: Sequence, dtype: str, shape: str,
     starts = [t for t in map(config_text, merged) if t in by_text][:PRIOR_STARTS]
     won = {config_text(w) for w in winners}
     return Prior(tuple(merged), sum(t in won for t in starts),
-                 sum(t not in won for t in starts), len(tables))
+                 sum(t not in won for t in starts), len(tables), tuple(borrowed))
+
+
+def winners_on(request, slug: str, dtype: str, shape: str) -> list:
+    """The winners of one GPU's configs files for this kernel and dtype at other shapes, and
+    at any shape of the kernels its spec names in `prior_from` (the same main loop)."""
+    from tritonbench_lab.store import load_winners
+
+    spec, layout = request.spec, request.layout
+    found = [w for w in load_winners(layout.configs_file(slug, spec.name))
+             if (w.kernel, w.dtype) == (spec.name, dtype) and w.shape != shape]
+    for name in spec.prior_from:
+        found += [w for w in load_winners(layout.configs_file(slug, name))
+                  if (w.kernel, w.dtype) == (name, dtype)]
+    return found

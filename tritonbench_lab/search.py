@@ -266,8 +266,9 @@ class PriorSearch(LocalSearch):
     winner is usually fast at a shape near it, or a few moves from such a config. Replayed
     on the H200's matmul times (leave one shape out), a fifth of the space came within 2% of
     the best in 95% of runs (the local search at that budget: 85%, at a third: 100%), 12
-    configs in 74% (from winners alone: 53%; BENCHMARKS.md). With no prior (a first sweep on
-    a GPU) it is the local search on a fifth."""
+    configs in 74% (from winners alone: 53%; BENCHMARKS.md). On a GPU with nothing tuned yet
+    the prior comes from the other GPUs' files under the root; with none anywhere it is the
+    local search on a fifth."""
 
     name = "prior"
     fraction = 1 / 5
