@@ -77,6 +77,18 @@ def test_each_winner_and_the_op_are_timed_recorded_and_written_into_the_configs(
     assert notes[0] == "softmax fp32 64x1024: tlab 10.0 us, the PyTorch op 7.0 us a call on the host"
 
 
+def test_the_plan_hands_the_compile_pool_each_winner_at_its_shape(root):
+    from tritonbench_lab.kernels import get_spec
+
+    spec = get_spec("softmax")
+    plan = hosttimes.plan_kernel(spec, root, FP, None, print)
+    jobs = plan.jobs()
+    assert [(j.kernel, j.sizes, j.dtype, j.seed) for j in jobs] == [
+        ("softmax", (64, 1024), "fp32", 0), ("softmax", (64, 4096), "fp32", 0),
+        ("softmax", (64, 16384), "fp32", 0)]
+    assert all(j.config == spec.space.complete({"ROWS": 2, "num_warps": 8}) for j in jobs)
+
+
 def test_winners_that_cannot_be_timed_here_are_named_and_nothing_is_written(root, monkeypatch):
     scripted(monkeypatch)
     configs = root.configs_file(SLUG, "softmax")

@@ -118,40 +118,77 @@ def rewritten(held: list[Winner], picked: list[Winner], path) -> list[Winner]:
     return picked
 
 
-def run_kernel(spec, layout, fingerprint, device: str, dtypes: Iterable[str] | None,
-               note: Callable[[str], None], run_id: str) -> int:
-    """Time every winner of one kernel that can be (to_time), record them and write its
-    configs file again. Returns how many were timed."""
-    from tritonbench_lab import launching
+@dataclass(frozen=True)
+class KernelPlan:
+    """One kernel's winners to time, checked before anything is timed or written."""
+
+    spec: object
+    held: list[Winner]  # the configs file as it is
+    todo: list[Winner]
+
+    def jobs(self) -> list:
+        """The winners' configs at their shapes, for the compile pool (precompile.py)."""
+        from tritonbench_lab.precompile import Job
+
+        return [Job(w.kernel, shape_sizes(w.shape), w.dtype, 0,
+                    self.spec.space.complete(parse_config_text(w.config))) for w in self.todo]
+
+
+def plan_kernel(spec, layout, fingerprint, dtypes: Iterable[str] | None,
+                note: Callable[[str], None]) -> KernelPlan:
+    """Which winners of one kernel can be timed here (to_time; the others named through
+    `note`). A TlabError, before anything is timed, when the configs file is not what its
+    results pick."""
     from tritonbench_lab.source import source_hash
-    from tritonbench_lab.store import append_rows, check_appendable, load_winners, write_table
-    from tritonbench_lab.tuned import check_round_trip
+    from tritonbench_lab.store import check_appendable, load_winners
     from tritonbench_lab.winners import winners_from_files
 
     slug = fingerprint.gpu_slug
     configs_file = layout.configs_file(slug, spec.name)
     results_file = layout.results_file(slug, spec.name)
-    host_file = layout.host_times_file(slug, spec.name)
     held = load_winners(configs_file)
     if not results_file.is_file():
         note(f"{spec.name}: no results file {results_file} beside {configs_file}: skipped")
-        return 0
+        return KernelPlan(spec, held, [])
     todo, skipped = to_time(held, (fingerprint.torch, fingerprint.triton, fingerprint.tlab),
                             source_hash(spec), dtypes)
     for line in skipped:
         note(f"skipped {line}")
-    if not todo:
+    if todo:
+        rewritten(held, winners_from_files(results_file)[1], configs_file)
+        check_appendable(layout.host_times_file(slug, spec.name), HostTime)
+    return KernelPlan(spec, held, todo)
+
+
+def time_kernel(plan: KernelPlan, layout, fingerprint, device: str,
+                note: Callable[[str], None], run_id: str) -> int:
+    """Time the plan's winners, record each pair as it is timed, then write the kernel's
+    configs file again. Returns how many were timed."""
+    from tritonbench_lab import launching
+    from tritonbench_lab.store import append_rows, write_table
+    from tritonbench_lab.tuned import check_round_trip
+    from tritonbench_lab.winners import winners_from_files
+
+    if not plan.todo:
         return 0
-    _, picked = winners_from_files(results_file)
-    rewritten(held, picked, configs_file)  # refused before anything is timed or written
-    check_appendable(host_file, HostTime)
+    spec, slug = plan.spec, fingerprint.gpu_slug
     launch = "fast" if launching.enabled() else "triton"
-    for w in todo:
+    for w in plan.todo:
         timed = time_winner(spec, w, device)
-        append_rows(host_file, rows_of(w, timed, fingerprint, launch, run_id))
+        append_rows(layout.host_times_file(slug, spec.name),
+                    rows_of(w, timed, fingerprint, launch, run_id))
         note(f"{spec.name} {w.dtype} {w.shape}: tlab {timed.mine_ms * 1e3:.1f} us, "
              f"the PyTorch op {timed.op_ms * 1e3:.1f} us a call on the host")
-    _, picked = winners_from_files(results_file)
-    write_table(configs_file, rewritten(held, picked, configs_file), Winner)
+    configs_file = layout.configs_file(slug, spec.name)
+    _, picked = winners_from_files(layout.results_file(slug, spec.name))
+    write_table(configs_file, rewritten(plan.held, picked, configs_file), Winner)
     check_round_trip(spec, slug, layout.configs, picked)
-    return len(todo)
+    return len(plan.todo)
+
+
+def run_kernel(spec, layout, fingerprint, device: str, dtypes: Iterable[str] | None,
+               note: Callable[[str], None], run_id: str) -> int:
+    """plan_kernel, then time_kernel (no compile pool: each winner compiles when first
+    called)."""
+    plan = plan_kernel(spec, layout, fingerprint, dtypes, note)
+    return time_kernel(plan, layout, fingerprint, device, note, run_id)

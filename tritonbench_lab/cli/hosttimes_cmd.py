@@ -39,9 +39,10 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
         raise TlabError("tlab host-times times a GPU's host and needs CUDA; none is visible")
     backend = prepare(False, kernel_modules)
     from tritonbench_lab.env import fingerprint
-    from tritonbench_lab.hosttimes import run_kernel
+    from tritonbench_lab.hosttimes import plan_kernel, time_kernel
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.layout import Layout
+    from tritonbench_lab.precompile import default_jobs, precompile
     from tritonbench_lab.sweep import new_run_id
 
     fp = fingerprint(backend)
@@ -52,9 +53,16 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
                         "sweep a kernel on this GPU first")
     specs = [get_spec(name) for name in (chosen or here)]
     console = Console()
-    run_id, timed = new_run_id(), 0
-    for spec in specs:
-        timed += run_kernel(spec, layout, fp, "cuda", names, console.print, run_id)
+    # Every kernel checked before any is timed; then the winners' configs compiled in a
+    # pool of processes (Triton's cache serves this one), then timed one by one.
+    plans = [plan_kernel(spec, layout, fp, names, console.print) for spec in specs]
+    jobs = [job for plan in plans for job in plan.jobs()]
+    if jobs:
+        console.print(f"compiling {len(jobs)} winner config(s) in a pool of processes")
+        precompile(jobs, processes=default_jobs(),
+                   kernel_modules=tuple(str(p) for p in kernel_modules or ()))
+    run_id = new_run_id()
+    timed = sum(time_kernel(plan, layout, fp, "cuda", console.print, run_id) for plan in plans)
     console.print(f"{timed} winner(s) timed on {fp.gpu}'s host (run {run_id}); rows in "
                   f"{layout.gpu_results(fp.gpu_slug) / 'host'}")
 
