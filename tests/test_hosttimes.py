@@ -201,3 +201,18 @@ def test_time_winner_times_both_calls_in_turns(device):
     assert timed.mine_ms > 0 and timed.op_ms > 0 and timed.calls == 20
     slow = hosttimes.time_winner(spec, dataclasses.replace(w, op_p50_ms=4.0), device)
     assert slow.calls == 2  # about HOST_ROUND_MS of the longer GPU time a round, 2 at least
+
+
+def test_the_gate_wants_a_winners_host_times_backed_by_rows(root, monkeypatch):
+    from tritonbench_lab.check import against_results
+    from tritonbench_lab.store import read_table
+
+    scripted(monkeypatch)
+    run(root)
+    configs, results = root.configs_file(SLUG, "softmax"), root.results_file(SLUG, "softmax")
+    held = list(enumerate(read_table(configs, Winner), start=2))
+    assert against_results(configs, held, results) == []
+    root.host_times_file(SLUG, "softmax").unlink()  # committed the configs without it
+    problems = against_results(configs, held, results)
+    assert len(problems) == 3 and all("host times 0.01" in p.reason and
+                                      "tlab host-times" in p.reason for p in problems)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.layout import Layout
+from tritonbench_lab.layout import Layout, host_times_beside
 from tritonbench_lab.records import (
     WINNER_COLUMNS,
     Winner,
@@ -33,8 +33,8 @@ from tritonbench_lab.records import (
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.source import source_hash
 from tritonbench_lab.space import config_text
-from tritonbench_lab.store import ADDED_COLUMNS, load_records, older_layout, read_text
-from tritonbench_lab.winners import pick_winners
+from tritonbench_lab.store import ADDED_COLUMNS, older_layout, read_text
+from tritonbench_lab.winners import winners_from_files
 
 ERROR = "error"
 STALE = "stale"
@@ -168,21 +168,29 @@ def _rows(lines: list[int]) -> str:
 
 
 def against_results(path: Path, rows: list[tuple[int, Winner]], results: Path) -> list[Problem]:
-    """The file must hold what the winner rule picks from the results beside it."""
+    """The file must hold what the winner rule picks from the results beside it (and their
+    host-times file: a winner's host times must be backed by rows, winners.py rule 7)."""
     if not results.is_file():
         return []
-    picked = {(w.dtype, w.shape): w.config for w in pick_winners(load_records(results))}
-    held = {(w.dtype, w.shape): (n, w.config) for n, w in rows}
+    winners = {(w.dtype, w.shape): w for w in winners_from_files(results)[1]}
+    held = {(w.dtype, w.shape): (n, w) for n, w in rows}
     redo = f"re-run `tlab sweep {path.stem}` to rewrite it from {results}"
     problems = []
-    for (dtype, shape), (number, config) in held.items():
-        if (dtype, shape) not in picked:
+    for (dtype, shape), (number, mine) in held.items():
+        picked = winners.get((dtype, shape))
+        if picked is None:
             problems.append(Problem(path, number, ERROR, f"{dtype} {shape} has no winner in "
                                     f"{results}; {redo}"))
-        elif parse_config_text(picked[(dtype, shape)]) != parse_config_text(config):
+        elif parse_config_text(picked.config) != parse_config_text(mine.config):
             problems.append(Problem(path, number, ERROR, f"{dtype} {shape}: the results pick "
-                                    f"{picked[(dtype, shape)]!r}; {redo}"))
-    missing = sorted(set(picked) - set(held))
+                                    f"{picked.config!r}; {redo}"))
+        elif (mine.host_ms, mine.op_host_ms) != (picked.host_ms, picked.op_host_ms):
+            problems.append(Problem(path, number, ERROR, f"{dtype} {shape}: host times "
+                                    f"{mine.host_ms}, {mine.op_host_ms} ms where the results "
+                                    f"and {host_times_beside(results)} give {picked.host_ms}, "
+                                    f"{picked.op_host_ms}; commit that file with the configs, "
+                                    "or run `tlab host-times` again"))
+    missing = sorted(set(winners) - set(held))
     if missing:
         problems.append(Problem(path, 1, ERROR, f"no row for {len(missing)} winner(s) in "
                                 f"{results} (e.g. {' '.join(missing[0])}); {redo}"))
