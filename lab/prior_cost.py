@@ -35,10 +35,9 @@ from tritonbench_lab.winners import shape_results  # noqa: E402
 def contenders_replayed(results, rows, confirm: int = 3) -> list[int]:
     """Per shape of `results`, the contenders among the configs prior:12 times there."""
     from tritonbench_lab.contenders import contenders
-    from tritonbench_lab.prior import portfolio, results_tables, standing_times, take_turns
+    from tritonbench_lab.prior import left_out_prior, standing_times
     from tritonbench_lab.records import SWEEP, TRITON
     from tritonbench_lab.search import SearchRequest, make_search
-    from tritonbench_lab.tuned import nearest_first
 
     spec = get_spec(KERNEL)
     first = {(r.dtype, r.shape, r.config): r for r in rows
@@ -47,15 +46,9 @@ def contenders_replayed(results, rows, confirm: int = 3) -> list[int]:
     for result in results:
         table = standing_times(result)
         configs = [parse_config_text(t) for t in table]
-        others = [r for r in results if r.dtype == result.dtype and r.shape != result.shape
-                  and r.winner is not None]
-        winners = [parse_config_text(r.winner.config)
-                   for r in nearest_first(others, result.shape, lambda r: r.shape)]
-        chosen = [parse_config_text(t) for t in portfolio(
-            results_tables(results, result.dtype, result.shape), result.shape, table.keys())]
         default = {n: v for n, v in spec.space.default.items() if n in configs[0]}
         search = make_search("prior", SearchRequest(tuple(configs), default, 12, 0,
-                                                    tuple(take_turns(winners, chosen))))
+                                                    tuple(left_out_prior(results, result))))
         measured: dict = {}
         while batch := search.propose(measured):
             measured.update({config_text(c): table[config_text(c)] for c in batch})

@@ -107,6 +107,23 @@ def results_tables(results, dtype: str, shape: str) -> list[tuple[str, dict]]:
             if r.dtype == dtype and r.shape != shape]
 
 
+def left_out_prior(results: Sequence, result) -> list[Config]:
+    """The prior of one ShapeResult drawn from the others of its kernel and dtype, as a sweep
+    draws it at a new shape (winners nearest first, in turns with the portfolio of their
+    tables, within `result`'s space): what a replay gives `--search prior` (replay.py)."""
+    from tritonbench_lab.tuned import nearest_first
+
+    mine = [r for r in results if r.kernel == result.kernel]
+    others = [r for r in mine if r.dtype == result.dtype and r.shape != result.shape
+              and r.winner is not None]
+    winners = [parse_config_text(r.winner.config)
+               for r in nearest_first(others, result.shape, lambda r: r.shape)]
+    chosen = [parse_config_text(t) for t in portfolio(
+        results_tables(mine, result.dtype, result.shape), result.shape,
+        standing_times(result).keys())]
+    return take_turns(winners, chosen)
+
+
 @dataclass(frozen=True)
 class Prior:
     configs: tuple[Config, ...]  # winners and portfolio in turns

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from tritonbench_lab.search import SearchRequest, make_search
 from tritonbench_lab.space import Config, config_text
-from tritonbench_lab.tuned import nearest_first
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ def replay_results(paths: Iterable[Path], searches: Iterable[tuple[str, int | No
                    defaults: Mapping[str, Config] | None = None) -> list[Replay]:
     """Replay each (strategy, budget) over every shape of the results files, once per seed
     (exhaustive once); `defaults`: kernel name -> its untuned config (space.default)."""
-    from tritonbench_lab.prior import portfolio, results_tables, standing_times, take_turns
+    from tritonbench_lab.prior import left_out_prior, standing_times
     from tritonbench_lab.records import parse_config_text
     from tritonbench_lab.store import load_records
     from tritonbench_lab.winners import shape_results
@@ -81,16 +80,7 @@ def replay_results(paths: Iterable[Path], searches: Iterable[tuple[str, int | No
         default = (defaults or {}).get(result.kernel, {})
         default = {n: default[n] for n in configs[0] if n in default}
         label = f"{result.kernel} {result.dtype} {result.shape}"
-        # Leave one out: the prior is drawn from the other shapes of the same results, as a
-        # sweep draws it (prior.py): their winners and a portfolio, in turns.
-        mine = [r for r in results if r.kernel == result.kernel]
-        others = [r for r in mine if r.dtype == result.dtype and r.shape != result.shape
-                  and r.winner is not None]
-        winners = [parse_config_text(r.winner.config)
-                   for r in nearest_first(others, result.shape, lambda r: r.shape)]
-        chosen = [parse_config_text(t) for t in portfolio(
-            results_tables(mine, result.dtype, result.shape), result.shape, table.keys())]
-        prior = take_turns(winners, chosen)
+        prior = left_out_prior(results, result)  # leave one out, as a sweep draws it
         for name, budget in searches:
             for seed in seeds if name != "exhaustive" else seeds[:1]:
                 out.append(replay(name, table, configs, budget=budget, seed=seed,
