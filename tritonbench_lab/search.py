@@ -36,8 +36,13 @@ OPTUNA_BATCH = 8
 # Random starts of the local search beside the default: one start can sit in a poor basin
 # (a too-small default tile), three more cost little next to the neighbourhoods walked.
 LOCAL_STARTS = 3
-# Winners of other shapes the prior search starts from, nearest shapes first.
-PRIOR_STARTS = 8
+# Configs of the prior (winners of other shapes and a portfolio, prior.py) the prior search
+# starts from. With the default and one random start, `prior:12` then times its whole cap
+# in its first batch: one round trip of compiling and timing a shape instead of two (a batch
+# of the two configs left). Replayed on the H200's matmul rows, 10 starts came within 2% of
+# the best in 78% of `prior:12` runs against 74% with 8, in 1.3 batches a shape against 2.0;
+# the other kernels' runs came out the same (BENCHMARKS.md, "Search strategies, replayed").
+PRIOR_STARTS = 10
 # The fewest configs a local search's batch holds while the best has them to give: its
 # untimed single moves, filled up with its pairs of moves. A sweep compiles each batch in
 # its pool before timing it, so a batch of two (a best with few untimed neighbours left)
@@ -266,7 +271,7 @@ class PriorSearch(LocalSearch):
     winner is usually fast at a shape near it, or a few moves from such a config. Replayed
     on the H200's matmul times (leave one shape out), a fifth of the space came within 2% of
     the best in 95% of runs (the local search at that budget: 85%, at a third: 100%), 12
-    configs in 74% (from winners alone: 53%; BENCHMARKS.md). On a GPU with nothing tuned yet
+    configs in 78% (from winners alone: 53%; BENCHMARKS.md). On a GPU with nothing tuned yet
     the prior comes from the other GPUs' files under the root; with none anywhere it is the
     local search on a fifth."""
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Lab runbook, not part of the product (issue 14's search target): on the device machine,
+# exhaustive sweeps of the 6 held-out matmul shapes (lab/search_quality.py's) and of 6 more
+# shapes tuned nowhere, each from an empty root with its own Triton cache, their rows packed
+# into $OUT/held.tar.gz: tables that prior variants can be replayed against on a CPU. Then
+# lab/search_quality.py run (exhaustive again, prior:12, winners alone, picks in turns).
+set -uo pipefail
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPATH=$PWD
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,serial --format=csv,noheader > "$OUT/gpu.txt"
+SETS=("768x768x768,1536x1536x1536,3072x3072x3072,6144x6144x6144,4096x4096x1024,2048x8192x4096"
+      "1280x1280x1280,2560x2560x2560,3584x3584x3584,1024x4096x4096,8192x1024x2048,4096x2048x8192")
+pack=$(mktemp -d)
+for i in 0 1; do
+  root=$(mktemp -d)
+  start=$(date +%s)
+  TRITON_CACHE_DIR=$root/cache timeout 200 python3 -m tritonbench_lab sweep matmul --dtype bf16 \
+    --shapes "${SETS[$i]}" --root "$root" > "$OUT/exhaustive-$i.txt" 2>&1
+  echo "rc $? in $(( $(date +%s) - start )) s" >> "$OUT/exhaustive-$i.txt"
+  mkdir -p "$pack/set$i" && cp -r "$root/results" "$root/configs" "$pack/set$i/"
+done
+tar czf "$OUT/held.tar.gz" -C "$pack" .
+OUT=$OUT timeout 250 python3 lab/search_quality.py run > "$OUT/search-quality.txt" 2>&1
+tail -2 "$OUT"/exhaustive-*.txt "$OUT/search-quality.txt"
