@@ -4,6 +4,8 @@
 # shapes tuned nowhere, each from an empty root with its own Triton cache, their rows packed
 # into $OUT/held.tar.gz: tables that prior variants can be replayed against on a CPU. Then
 # lab/search_quality.py run (exhaustive again, prior:12, winners alone, picks in turns).
+# Afterwards, on a CPU: tar xzf held.tar.gz -C HELD; PYTHONPATH=. python3
+# lab/replay_held_out.py HELD/set*/results/nvidia-h200/matmul.csv
 set -uo pipefail
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPATH=$PWD
