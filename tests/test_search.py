@@ -283,6 +283,18 @@ def test_prior_starts_from_what_won_elsewhere_nearest_first():
     assert first[PRIOR_STARTS] == config_text(DEFAULT) and len(first) == PRIOR_STARTS + 2
 
 
+def test_capped_prior_search_times_its_whole_cap_in_one_batch():
+    """prior:12 with a long prior: its starts, the default and a random config are the 12 it
+    may time, proposed at once (each batch is a round trip of compiling and timing), and then
+    it proposes nothing."""
+    configs = grid()
+    prior = configs[5:5 + 2 * PRIOR_STARTS]
+    search = make_search("prior", SearchRequest(tuple(configs), DEFAULT, 12, 0, tuple(prior)))
+    first = search.propose({})
+    assert len(first) == 12
+    assert search.propose({config_text(c): separable(c) for c in first}) == []
+
+
 def test_prior_finds_a_far_optimum_on_a_budget_that_local_does_not():
     """The optimum sits far from the default, one move from a config that won elsewhere:
     six configs from the prior reach it, six from the default and random starts do not."""
