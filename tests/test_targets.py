@@ -49,6 +49,31 @@ def test_targets_judge_rows_against_the_copy_of_their_bytes_and_matmul_against_t
 
 
 
+def test_targets_judge_gpus_only_and_refuse_a_gpu_without_configs(tmp_path):
+    """The interpreter's configs are no GPU numbers: left out by default and refused by name,
+    as is a GPU with no configs; a GPU's results folder names it."""
+    for gpu in ("fixture-gpu", "interpreter"):
+        write_table(tmp_path / "configs" / gpu / "matmul.csv", [
+            winner("matmul", "bf16", "2048x2048x2048", 1.0, 100.0, "TFLOP/s", 0.95)], Winner)
+    (tmp_path / "results" / "fixture-gpu").mkdir(parents=True)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "tritonbench_lab", "targets", "--root",
+                               str(tmp_path), *args], capture_output=True, text=True, timeout=60)
+
+    everything = run()
+    assert everything.returncode == 0, everything.stderr
+    assert "(fixture-gpu)" in everything.stdout and "interpreter" not in everything.stdout
+    by_folder = run("--gpu-name", str(tmp_path / "results" / "fixture-gpu"))
+    assert by_folder.returncode == 0 and by_folder.stdout == everything.stdout
+    for name in ("no-such-gpu", "interpreter"):
+        refused = run("--gpu-name", name)
+        assert refused.returncode == 2 and refused.stdout == ""
+        assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+        assert f"no GPU config files for {name!r}" in refused.stderr
+        assert "GPUs with configs there: fixture-gpu" in refused.stderr
+
+
 def test_targets_judge_winners_against_baselines_of_their_own_run(tmp_path):
     from fixture_results import SLUG, record
 

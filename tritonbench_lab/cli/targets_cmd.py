@@ -15,13 +15,23 @@ def targets(gpu_name: GpuName = None, root: Root = Path(".")) -> None:
     """Print, as Markdown, whether the winners under ROOT/configs/ meet tlab's speed targets:
     matmul within 10% of torch.matmul at 2048-8192, row kernels at 0.85 of a copy of their
     bytes where they move at least 64 MB."""
-    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.layout import INTERPRETER_SLUG, Layout
     from tritonbench_lab.targets import targets_report
 
     layout = Layout(root)
-    gpus = [gpu_name] if gpu_name else sorted({p.parent.name for p in layout.config_files()})
-    if not gpus or not any(layout.config_files() for _ in gpus):
-        raise TlabError(f"no config files under {str(layout.configs)!r}")
+    tuned = sorted({p.parent.name for p in layout.config_files()} - {INTERPRETER_SLUG})
+    if gpu_name:  # a slug, or a GPU's results folder (named by its slug)
+        gpus = [Path(gpu_name).name if Path(gpu_name).is_dir() else gpu_name]
+        if gpus[0] not in tuned:
+            raise TlabError(f"no GPU config files for {gpus[0]!r} under "
+                            f"{str(layout.configs)!r} (the interpreter's are not judged: its "
+                            f"times are not GPU numbers); GPUs with configs there: "
+                            f"{', '.join(tuned) or 'none'}")
+    else:
+        gpus = tuned
+    if not gpus:
+        raise TlabError(f"no GPU's config files under {str(layout.configs)!r} (the "
+                        "interpreter's are not judged: its times are not GPU numbers)")
     missed = 0
     for gpu in gpus:
         lines, count = targets_report(layout, gpu)
