@@ -10,6 +10,8 @@ import typer
 from tritonbench_lab.cli.options import GpuName, Root
 from tritonbench_lab.errors import TlabError
 
+NOT_JUDGED = "the interpreter's are not judged: its times are not GPU numbers"
+
 
 def targets(gpu_name: GpuName = None, root: Root = Path(".")) -> None:
     """Print, as Markdown, whether the winners under ROOT/configs/ meet tlab's speed targets:
@@ -24,14 +26,12 @@ def targets(gpu_name: GpuName = None, root: Root = Path(".")) -> None:
         gpus = [Path(gpu_name).name if Path(gpu_name).is_dir() else gpu_name]
         if gpus[0] not in tuned:
             raise TlabError(f"no GPU config files for {gpus[0]!r} under "
-                            f"{str(layout.configs)!r} (the interpreter's are not judged: its "
-                            f"times are not GPU numbers); GPUs with configs there: "
-                            f"{', '.join(tuned) or 'none'}")
+                            f"{str(layout.configs)!r} ({NOT_JUDGED}); GPUs with configs "
+                            f"there: {', '.join(tuned) or 'none'}")
     else:
         gpus = tuned
     if not gpus:
-        raise TlabError(f"no GPU's config files under {str(layout.configs)!r} (the "
-                        "interpreter's are not judged: its times are not GPU numbers)")
+        raise TlabError(f"no GPU's config files under {str(layout.configs)!r} ({NOT_JUDGED})")
     missed = 0
     for gpu in gpus:
         lines, count = targets_report(layout, gpu)
