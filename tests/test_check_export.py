@@ -171,6 +171,25 @@ def test_kernel_and_dtype_filters_pick_the_files_and_rows_checked(root):
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
+def test_gpu_name_checks_one_gpus_folder_and_refuses_an_unknown_one(root):
+    other = root / "configs" / "other-gpu"
+    other.mkdir()
+    edit_from = root / "configs" / "nvidia-h200" / "softmax.csv"
+    (other / "softmax.csv").write_text(edit_from.read_text().replace("ROWS=", "ROWZ=", 1))
+    both = tlab("check", "--root", str(root), "--interpret", "--no-timing", "--kernel",
+                "softmax", "--dtype", "fp32")
+    assert both.returncode == 1 and "other-gpu/softmax.csv" in both.stderr
+    one = tlab("check", "--root", str(root), "--interpret", "--no-timing", "--kernel",
+               "softmax", "--dtype", "fp32", "--gpu-name", str(root / "configs" / "nvidia-h200"))
+    assert one.returncode == 0, one.stderr
+    assert "checked 1 file(s)" in one.stdout and "other-gpu" not in one.stdout + one.stderr
+    unknown = tlab("check", "--root", str(root), "--interpret", "--gpu-name", "nvidia-b200")
+    assert unknown.returncode == 2
+    lines = unknown.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'nvidia-b200'" in lines[0]
+    assert "nvidia-h200" in lines[0] and "other-gpu" in lines[0]
+
+
 def test_export_autotune_module_imports_and_holds_triton_configs(tmp_path):
     result = tlab("export", "matmul", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr

@@ -242,12 +242,19 @@ def run_configs(path: Path, rows: list[tuple[int, Winner]], device: str) -> list
 def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] | None = None,
               dtypes: list[str] | None = None, tolerance: float = 0.10, timing: bool = True,
               regret: bool = False, kernel_modules: tuple[str, ...] = (),
-              repeats: int = 4) -> CheckReport:
-    """Check every configs file under `layout` (or those of `kernels`), rows of `dtypes`."""
+              repeats: int = 4, gpu: str | None = None) -> CheckReport:
+    """Check every configs file under `layout` (or those of `kernels`, of the GPU folder
+    `gpu`), rows of `dtypes`."""
     from tritonbench_lab.env import INTERPRETER
     from tritonbench_lab.kernels import get_spec
 
     files = layout.config_files(kernels)
+    if gpu:
+        folders = sorted({f.parent.name for f in files})
+        files = [f for f in files if f.parent.name == gpu]
+        if not files:
+            raise TlabError(f"no config files of {gpu!r} under {str(layout.configs)!r}; "
+                            f"folders with them: {', '.join(folders) or 'none'}")
     if not files:
         which = f" for kernel(s) {', '.join(kernels)}" if kernels else ""
         raise TlabError(f"no config files under {str(layout.configs)!r}{which}")

@@ -43,14 +43,18 @@ def check(
     regret: Annotated[bool, typer.Option(
         "--regret", help="Also tune held-out shapes between the tuned ones (on this GPU) and "
         "report how much the nearest-shape rule of lookup() loses there.")] = False,
+    gpu_name: Annotated[str | None, typer.Option(
+        "--gpu-name", metavar="GPU", show_default=False,
+        help="Check only one GPU's configs: its folder name under ROOT/configs (e.g. "
+        "nvidia-h200, interpreter) or that folder. Default: every folder's.")] = None,
     kernel: Kernels = None,
     dtype: Dtypes = None,
     interpret: Interpret = None,
     kernel_module: KernelModules = None,
 ) -> None:
-    """Check every ROOT/configs/<gpu>/<kernel>.csv: schema, known kernel, configs inside the
-    space, the winners its results pick, correct at a small shape; on the matching GPU, not
-    slower than recorded."""
+    """Check every ROOT/configs/<gpu>/<kernel>.csv (or one GPU's): schema, known kernel,
+    configs inside the space, the winners its results pick, correct at a small shape; on the
+    matching GPU, not slower than recorded."""
     if interpret is not True and timing:  # first: the imports below start torch
         children.start_early()  # the timing workers' torch import runs beside this one's
     from tritonbench_lab.check import run_check
@@ -65,7 +69,8 @@ def check(
     report = run_check(Layout(root), backend=backend, fingerprint=fingerprint(backend),
                        kernels=split_list(kernel), dtypes=dtypes, tolerance=tolerance,
                        timing=timing, regret=regret, repeats=repeats,
-                       kernel_modules=tuple(str(p) for p in kernel_module or ()))
+                       kernel_modules=tuple(str(p) for p in kernel_module or ()),
+                       gpu=Path(gpu_name).name if gpu_name else None)
     out, err = Console(), Console(stderr=True)
     for item in report.files:
         if item.timed:
