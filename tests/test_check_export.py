@@ -188,6 +188,12 @@ def test_gpu_name_checks_one_gpus_folder_and_refuses_an_unknown_one(root):
     lines = unknown.stderr.strip().splitlines()
     assert len(lines) == 1 and "'nvidia-b200'" in lines[0]
     assert "nvidia-h200" in lines[0] and "other-gpu" in lines[0]
+    kernel = tlab("check", "--root", str(root), "--interpret", "--gpu-name", "other-gpu",
+                  "--kernel", "matmul")
+    assert kernel.returncode == 2
+    lines = kernel.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'other-gpu'" in lines[0] and "for kernel(s) matmul" in lines[0]
+    assert lines[0].endswith("folders with them: nvidia-h200")
 
 
 def test_export_autotune_module_imports_and_holds_triton_configs(tmp_path):

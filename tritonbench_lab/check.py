@@ -249,14 +249,14 @@ def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] |
     from tritonbench_lab.kernels import get_spec
 
     files = layout.config_files(kernels)
-    if gpu:
+    which = f" for kernel(s) {', '.join(kernels)}" if kernels else ""
+    if gpu and files:
         folders = sorted({f.parent.name for f in files})
         files = [f for f in files if f.parent.name == gpu]
         if not files:
-            raise TlabError(f"no config files of {gpu!r} under {str(layout.configs)!r}; "
-                            f"folders with them: {', '.join(folders) or 'none'}")
+            raise TlabError(f"no config files of {gpu!r} under {str(layout.configs)!r}{which}; "
+                            f"folders with them: {', '.join(folders)}")
     if not files:
-        which = f" for kernel(s) {', '.join(kernels)}" if kernels else ""
         raise TlabError(f"no config files under {str(layout.configs)!r}{which}")
     device = "cpu" if backend == INTERPRETER else "cuda"
     if device == "cuda":
