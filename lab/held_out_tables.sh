@@ -12,14 +12,13 @@ export PYTHONPATH=$PWD
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,serial --format=csv,noheader > "$OUT/gpu.txt"
-SETS=("768x768x768,1536x1536x1536,3072x3072x3072,6144x6144x6144,4096x4096x1024,2048x8192x4096"
-      "1280x1280x1280,2560x2560x2560,3584x3584x3584,1024x4096x4096,8192x1024x2048,4096x2048x8192")
+source lab/held_out_shapes.sh
 pack=$(mktemp -d)
 for i in 0 1; do
   root=$(mktemp -d)
   start=$(date +%s)
   TRITON_CACHE_DIR=$root/cache timeout 200 python3 -m tritonbench_lab sweep matmul --dtype bf16 \
-    --shapes "${SETS[$i]}" --root "$root" > "$OUT/exhaustive-$i.txt" 2>&1
+    --shapes "${HELD_OUT[$i]}" --root "$root" > "$OUT/exhaustive-$i.txt" 2>&1
   echo "rc $? in $(( $(date +%s) - start )) s" >> "$OUT/exhaustive-$i.txt"
   mkdir -p "$pack/set$i" && cp -r "$root/results" "$root/configs" "$pack/set$i/"
 done

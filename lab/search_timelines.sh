@@ -9,17 +9,16 @@ unset PYTHONDONTWRITEBYTECODE
 export PYTHONPATH=$PWD
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-S0=768x768x768,1536x1536x1536,3072x3072x3072,6144x6144x6144,4096x4096x1024,2048x8192x4096
-S1=1280x1280x1280,2560x2560x2560,3584x3584x3584,1024x4096x4096,8192x1024x2048,4096x2048x8192
+source lab/held_out_shapes.sh
 for i in 0 1; do
-  S=S$i; root=$(mktemp -d); cp -r configs results "$root/"
+  root=$(mktemp -d); cp -r configs results "$root/"
   TRITON_CACHE_DIR=$root/cache TIMELINE=$OUT/tl-prior-$i.jsonl timeout 90 python3 \
-    lab/timeline.py sweep matmul --dtype bf16 --shapes "${!S}" --search prior:12 --root "$root" \
+    lab/timeline.py sweep matmul --dtype bf16 --shapes "${HELD_OUT[$i]}" --search prior:12 --root "$root" \
     > "$OUT/tl-prior-$i.txt" 2>&1
 done
-OUT=$OUT timeout 330 python3 lab/search_quality.py run ${S1//,/ } > "$OUT/sq1.txt" 2>&1
+OUT=$OUT timeout 330 python3 lab/search_quality.py run ${HELD_OUT[1]//,/ } > "$OUT/sq1.txt" 2>&1
 root=$(mktemp -d)
 TRITON_CACHE_DIR=$root/cache TIMELINE=$OUT/tl-ex-0.jsonl timeout 150 python3 lab/timeline.py \
-  sweep matmul --dtype bf16 --shapes "$S0" --root "$root" > "$OUT/tl-ex-0.txt" 2>&1
+  sweep matmul --dtype bf16 --shapes "${HELD_OUT[0]}" --root "$root" > "$OUT/tl-ex-0.txt" 2>&1
 (cd "$OUT" && tar czf tl.tar.gz tl-* && rm tl-*)
 tail -n 8 "$OUT/sq1.txt"
