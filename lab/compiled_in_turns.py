@@ -24,8 +24,8 @@ import sys
 import torch
 import triton
 
+from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.kernels import get_spec
-from tritonbench_lab.records import parse_config_text
 from tritonbench_lab.spec import parse_dtype
 
 ROUNDS = 9
@@ -86,7 +86,7 @@ def time_in_turns(label: str, fns: dict, reference, tolerance) -> None:
     candidate's outputs against the reference, time every candidate in turns, ROUNDS rounds
     of do_bench(warmup=50, rep=100), and print each one's median and its ratio to the
     candidate named "compiled" (torch.compile's kernel), with the per-round range."""
-    from tritonbench_lab.verify import check
+    from tritonbench_lab.measure.verify import check
 
     for key, fn in fns.items():
         got = fn()

@@ -1,6 +1,6 @@
 """Lab probe, not part of the product (nothing imports it): host time of one launch of tlab's
 layernorm on this machine's CPU, no GPU needed, through Triton's JITFunction.run and the
-short way (tritonbench_lab/launching.py), with the stand-in driver of
+short way (tritonbench_lab/runtime/launching.py), with the stand-in driver of
 tests/launch_recorder.py, whose launcher does nothing. What the GPU's own launch costs on top
 is the same both ways; lab/launch_host_time.py times the whole on a GPU.
 
@@ -17,8 +17,8 @@ import launch_recorder  # noqa: E402  (sets TLAB_FAST_LAUNCH=1 and the stand-in 
 import torch  # noqa: E402
 import triton  # noqa: E402
 
-from tritonbench_lab import launching  # noqa: E402
 from tritonbench_lab.kernels import layernorm as ln  # noqa: E402
+from tritonbench_lab.runtime import launching  # noqa: E402
 
 CALLS = 20000
 

@@ -12,7 +12,7 @@ kernel GPU time), and with torch.cuda.synchronize() after each call, of:
             (Triton's binding and cache lookup skipped), with every argument, constexprs
             included (how triton 3.9 launches) and, if that fails, without them;
   torch     F.layer_norm;
-then ops, launcher and triton again with tritonbench_lab.launching's fast launch installed
+then ops, launcher and triton again with tritonbench_lab.runtime.launching's fast launch installed
 (TLAB_FAST_LAUNCH's: the compiled kernel's launcher called directly after the first call).
 Outputs of triton, compiled and the fast launch are checked against the launcher's first.
 Then a cProfile of the launcher's calls (top 15 by own time), fast launch off and on.
@@ -28,8 +28,9 @@ import torch
 import torch.nn.functional as F
 import triton
 
-from tritonbench_lab import launching, ops
+from tritonbench_lab import ops
 from tritonbench_lab.kernels import layernorm as ln
+from tritonbench_lab.runtime import launching
 from tritonbench_lab.space import split_config
 from tritonbench_lab.spec import Shape
 
@@ -89,7 +90,7 @@ def main() -> None:
     for name, fn in forms.items():
         print(f"{name:>24}: {per_call_us(fn, False):6.1f} us a call back to back, "
               f"{per_call_us(fn, True):6.1f} us with a sync after each", flush=True)
-    # The same launches the short way (tritonbench_lab/launching.py), checked first.
+    # The same launches the short way (tritonbench_lab/runtime/launching.py), checked first.
     given = launching.install_for(ln.launch)
     for _ in range(2):  # the first goes through Triton, the second the short way
         out.fill_(float("nan"))

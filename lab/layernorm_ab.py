@@ -15,10 +15,10 @@ import statistics
 import torch
 import triton
 
+from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.kernels import layernorm as new
-from tritonbench_lab.records import parse_config_text
+from tritonbench_lab.measure.verify import check
 from tritonbench_lab.spec import Shape
-from tritonbench_lab.verify import check
 
 spec = importlib.util.spec_from_file_location("layernorm_before", "lab/layernorm_before.py")
 old = importlib.util.module_from_spec(spec)

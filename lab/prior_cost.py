@@ -1,6 +1,6 @@
 """Lab probe, not part of the product (nothing imports it): on this machine's CPU, no GPU
 needed, how long the first PRIOR_STARTS configs of `--search prior` at each held-out matmul
-shape take to compile for sm_90 (tritonbench_lab.crosscompile), with the portfolio and from
+shape take to compile for sm_90 (tritonbench_lab.measure.crosscompile), with the portfolio and from
 winners alone. A sweep compiles a search's first batch in parallel, so its slowest compile
 is what the timing worker waits for.
 
@@ -22,22 +22,23 @@ sys.path.insert(0, str(REPO / "lab"))
 import torch  # noqa: E402
 from search_quality import HELD_OUT, KERNEL, SLUG  # noqa: E402
 
-from tritonbench_lab import crosscompile, prior  # noqa: E402
+from tritonbench_lab.data.layout import Layout  # noqa: E402
+from tritonbench_lab.data.records import parse_config_text  # noqa: E402
+from tritonbench_lab.data.store import load_records  # noqa: E402
+from tritonbench_lab.data.winners import shape_results  # noqa: E402
 from tritonbench_lab.kernels import get_spec  # noqa: E402
-from tritonbench_lab.layout import Layout  # noqa: E402
-from tritonbench_lab.records import parse_config_text  # noqa: E402
-from tritonbench_lab.search import PRIOR_STARTS  # noqa: E402
+from tritonbench_lab.measure import crosscompile  # noqa: E402
+from tritonbench_lab.search import prior  # noqa: E402
+from tritonbench_lab.search.strategies import PRIOR_STARTS  # noqa: E402
 from tritonbench_lab.space import config_text  # noqa: E402
-from tritonbench_lab.store import load_records  # noqa: E402
-from tritonbench_lab.winners import shape_results  # noqa: E402
 
 
 def contenders_replayed(results, rows, confirm: int = 3) -> list[int]:
     """Per shape of `results`, the contenders among the configs prior:12 times there."""
-    from tritonbench_lab.contenders import contenders
-    from tritonbench_lab.prior import left_out_prior, standing_times
-    from tritonbench_lab.records import SWEEP, TRITON
-    from tritonbench_lab.search import SearchRequest, make_search
+    from tritonbench_lab.data.records import SWEEP, TRITON
+    from tritonbench_lab.search.contenders import contenders
+    from tritonbench_lab.search.prior import left_out_prior, standing_times
+    from tritonbench_lab.search.strategies import SearchRequest, make_search
 
     spec = get_spec(KERNEL)
     first = {(r.dtype, r.shape, r.config): r for r in rows

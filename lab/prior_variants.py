@@ -1,6 +1,6 @@
 """Lab probe, not part of the product (nothing imports it): the variants of the prior that
 BENCHMARKS.md ("Search strategies, replayed") lists as replayed and not kept, each swapped
-into tritonbench_lab.prior and replayed leave-one-out on the committed H200 rows with the
+into tritonbench_lab.search.prior and replayed leave-one-out on the committed H200 rows with the
 8 starts of before (search.PRIOR_STARTS = 8), `prior:12` (and `:16`), 5 seeds. No GPU.
 
     PYTHONPATH=. python3 lab/prior_variants.py [--starts N] [KERNEL ...]
@@ -9,12 +9,12 @@ into tritonbench_lab.prior and replayed leave-one-out on the committed H200 rows
 import math
 import sys
 
-import tritonbench_lab.prior as P
-import tritonbench_lab.search as S
+import tritonbench_lab.search.prior as P
+import tritonbench_lab.search.strategies as S
 import tritonbench_lab.tuned as T
+from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.kernels import get_spec
-from tritonbench_lab.records import parse_config_text
-from tritonbench_lab.replay import replay_results, summarize
+from tritonbench_lab.search.replay import replay_results, summarize
 from tritonbench_lab.shapes import shape_sizes
 
 SMS = 132  # the H200's

@@ -34,7 +34,8 @@ ROUNDS = 8  # rounds of the picks timed in turns (4 left the 2% test on ~1.4% of
 
 def sweep_winners_only(argv: list[str]) -> None:
     """`tlab sweep ...` with the portfolio switched off (run in a process of its own)."""
-    from tritonbench_lab import cli, prior
+    from tritonbench_lab import cli
+    from tritonbench_lab.search import prior
 
     prior.PORTFOLIO = 0
     cli.main(argv)
@@ -55,7 +56,7 @@ def timed_sweep(root: Path, args: list[str], winners_only: bool = False) -> floa
 
 
 def winners_of(root: Path) -> dict[str, str]:
-    from tritonbench_lab.store import load_winners
+    from tritonbench_lab.data.store import load_winners
 
     return {w.shape: w.config for w in load_winners(root / "configs" / SLUG / f"{KERNEL}.csv")
             if w.dtype == DTYPE}
@@ -66,11 +67,11 @@ def quality(shapes: list[str], picks: dict[str, dict[str, str]], device: str = "
     """Each shape's picks timed in turns in this process; p50 and ratio to exhaustive's."""
     import torch
 
+    from tritonbench_lab.data.records import parse_config_text
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.records import parse_config_text
+    from tritonbench_lab.measure.timing import BenchOptions, time_call
     from tritonbench_lab.shapes import shape_sizes
     from tritonbench_lab.spec import triton_interpreting
-    from tritonbench_lab.timing import BenchOptions, time_call
 
     spec = get_spec(KERNEL)
     bench = BenchOptions(warmup_ms=250, rep_ms=100, timing="both")
@@ -127,12 +128,12 @@ def run(shapes: list[str]) -> None:
 def show_prior(shape: str) -> None:
     from types import SimpleNamespace
 
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.data.store import load_records
+    from tritonbench_lab.data.winners import shape_results
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.layout import Layout
-    from tritonbench_lab.prior import prior_configs
+    from tritonbench_lab.search.prior import prior_configs
     from tritonbench_lab.space import config_text
-    from tritonbench_lab.store import load_records
-    from tritonbench_lab.winners import shape_results
 
     spec = get_spec(KERNEL)
     layout = Layout(REPO)

@@ -16,7 +16,7 @@ T0 = time.monotonic()
 
 
 def main():
-    from tritonbench_lab import sweep
+    from tritonbench_lab.measure import sweep
 
     if os.environ.get("LOOKAHEAD"):
         sweep.LOOKAHEAD = int(os.environ["LOOKAHEAD"])
@@ -27,7 +27,7 @@ def main():
         out.write(json.dumps(kw) + "\n")
         out.flush()
 
-    from tritonbench_lab import precompile
+    from tritonbench_lab.measure import precompile
 
     rec = precompile.CompilePool._record
     sub = precompile.CompilePool.submit

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonbench_lab.records import OK, WRONG_RESULT, Ceiling, Record
-from tritonbench_lab.store import append_rows
+from tritonbench_lab.data.records import OK, WRONG_RESULT, Ceiling, Record
+from tritonbench_lab.data.store import append_rows
 
 SLUG = "fixture-gpu"
 SHAPES = ["64x1024", "64x4096", "64x16384"]

@@ -6,9 +6,9 @@ import random
 
 import torch
 
+from tritonbench_lab.measure.verify import Verdict, check, poison
 from tritonbench_lab.space import HOPPER, Config
 from tritonbench_lab.spec import KernelSpec, Shape
-from tritonbench_lab.verify import Verdict, check, poison
 
 
 def configs_for(spec: KernelSpec, shape: Shape, dtype: torch.dtype, count: int = 1,

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 from fixture_results import record
 
-from tritonbench_lab.archive import archive_path, archive_results
+from tritonbench_lab.data.archive import archive_path, archive_results
+from tritonbench_lab.data.records import SKIPPED
+from tritonbench_lab.data.store import append_rows, load_records
+from tritonbench_lab.data.winners import pick_winners
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import SKIPPED
-from tritonbench_lab.store import append_rows, load_records
-from tritonbench_lab.winners import pick_winners
 
 
 def row(provider, config, shape, p50, source, when, status="ok"):
@@ -115,7 +115,7 @@ def test_a_foreign_file_is_refused_and_left_as_it_is(tmp_path):
 
 def test_the_command_moves_rows_of_sources_other_than_the_modules_today(results, tmp_path):
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.source import source_hash
+    from tritonbench_lab.measure.source import source_hash
 
     today = source_hash(get_spec("softmax"))
     records = load_records(results)
@@ -163,7 +163,7 @@ def test_the_command_changes_no_file_when_one_of_them_is_bad(results, tmp_path):
     """results/other-gpu/ sorts after results/fixture-gpu/: the good file must not be
     archived before the bad one is found."""
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.source import source_hash
+    from tritonbench_lab.measure.source import source_hash
 
     today = source_hash(get_spec("softmax"))
     append_rows(results, [dataclasses.replace(r, source=today, timestamp="2026-01-01T00:30:00+00:00")

@@ -48,7 +48,7 @@ def _results_cut_in_the_middle(tmp: Path) -> None:
     """A real results file whose second row (line 3) lost its second half, rows after it kept."""
     from fixture_results import record
 
-    from tritonbench_lab.store import append_rows
+    from tritonbench_lab.data.store import append_rows
 
     path = tmp / "results" / "interpreter" / "softmax.csv"
     rows = [dataclasses.replace(record("torch", "", shape, 1.0), gpu="interpreter",
@@ -64,10 +64,10 @@ def _byte_ff(tmp: Path) -> None:
     """Committed-looking results, ceilings and configs with one byte 0xff inside a row."""
     from fixture_results import SLUG, write_softmax_fixture
 
-    from tritonbench_lab.layout import Layout
-    from tritonbench_lab.records import Winner
-    from tritonbench_lab.store import load_records, write_table
-    from tritonbench_lab.winners import pick_winners
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.data.records import Winner
+    from tritonbench_lab.data.store import load_records, write_table
+    from tritonbench_lab.data.winners import pick_winners
 
     layout = Layout(tmp)
     write_softmax_fixture(tmp)

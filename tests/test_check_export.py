@@ -37,10 +37,10 @@ def edit(path: Path, old: str, new: str, count: int = 1) -> None:
 def test_configs_that_are_not_what_their_results_pick_fail(tmp_path):
     from fixture_results import SLUG, write_softmax_fixture
 
-    from tritonbench_lab.layout import Layout
-    from tritonbench_lab.records import Winner
-    from tritonbench_lab.store import load_records, write_table
-    from tritonbench_lab.winners import pick_winners
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.data.records import Winner
+    from tritonbench_lab.data.store import load_records, write_table
+    from tritonbench_lab.data.winners import pick_winners
 
     layout = Layout(tmp_path)
     write_softmax_fixture(tmp_path)
@@ -108,7 +108,7 @@ def test_a_config_that_computes_wrong_is_an_error():
     # module's MODE=1 adds 1 to every output.
     from test_targets import winner
 
-    from tritonbench_lab.check import run_configs
+    from tritonbench_lab.gates.check import run_configs
     from tritonbench_lab.kernels import load_kernel_module
 
     load_kernel_module(REPO / "tests" / "planted_kernels.py")
@@ -140,7 +140,7 @@ def test_rows_of_another_source_of_the_module_are_stale(root):
     import csv
 
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.source import source_hash
+    from tritonbench_lab.measure.source import source_hash
 
     path = root / "configs" / "nvidia-h200" / "rope.csv"
     rows = list(csv.DictReader(path.open()))
@@ -217,7 +217,7 @@ def test_export_autotune_module_imports_and_holds_triton_configs(tmp_path):
 
 
 def test_export_vllm_layout_is_a_file_per_fixed_sizes_keyed_by_the_varying_one(tmp_path):
-    from tritonbench_lab.export import load_vllm_config
+    from tritonbench_lab.views.export import load_vllm_config
 
     result = tlab("export", "softmax", "--format", "vllm", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
@@ -256,8 +256,8 @@ def test_check_runs_configs_completed_with_added_parameters(tmp_path):
     # only runs if check launches the completed config.
     from test_targets import winner
 
-    from tritonbench_lab.records import Winner
-    from tritonbench_lab.store import write_table
+    from tritonbench_lab.data.records import Winner
+    from tritonbench_lab.data.store import write_table
 
     row = dataclasses.replace(winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"),
                               config="BLOCK=128 num_warps=4")
@@ -276,10 +276,10 @@ def test_a_user_kernel_module_swept_then_checked_passes(tmp_path):
     and retime, the GPU part of the gate, run here in the interpreter: its worker loads the
     user's module (without it every winner was a 'crash') and its statistic is the best of
     one median per fresh worker. Interpreter times: only that plumbing is under test."""
-    from tritonbench_lab.check import read_rows
+    from tritonbench_lab.data.records import replace
+    from tritonbench_lab.gates.check import read_rows
+    from tritonbench_lab.gates.retime import retime
     from tritonbench_lab.kernels import load_kernel_module
-    from tritonbench_lab.records import replace
-    from tritonbench_lab.retime import retime
 
     sweep = tlab("sweep", "axpy", "--kernel-module", AXPY, "--interpret", "--root", str(tmp_path),
                  "--sizes", "1000,4099", "--dtype", "fp32", "--confirm", "1")
@@ -311,7 +311,7 @@ def test_a_user_kernel_module_swept_then_checked_on_the_gpu(tmp_path):
     assert sweep.returncode == 0, sweep.stderr
     said = " ".join(sweep.stdout.split())  # each confirmation timed its host time too
     assert "eager vs torch: the PyTorch op's time over the winner's" in said
-    from tritonbench_lab.store import load_winners
+    from tritonbench_lab.data.store import load_winners
 
     (configs,) = (tmp_path / "configs").glob("*/axpy.csv")
     winners = load_winners(configs)
@@ -332,7 +332,7 @@ class _ScriptedWorker:
         pass
 
     def run(self, task, timeouts):
-        from tritonbench_lab.worker import Outcome
+        from tritonbench_lab.measure.worker import Outcome
 
         _ScriptedWorker.calls.append(task.provider)
         return Outcome("ok", p50_ms=_ScriptedWorker.times[task.provider])
@@ -351,10 +351,10 @@ class _ScriptedWorker:
 ])
 def test_check_divides_a_slower_gpu_out_but_not_a_slower_winner(
         monkeypatch, triton_ms, op_ms, op_recorded, fails, passes):
-    from tritonbench_lab import worker
-    from tritonbench_lab.records import replace
-    from tritonbench_lab.retime import retime
-    from tritonbench_lab.store import load_winners
+    from tritonbench_lab.data.records import replace
+    from tritonbench_lab.data.store import load_winners
+    from tritonbench_lab.gates.retime import retime
+    from tritonbench_lab.measure import worker
 
     base = load_winners(REPO / "configs" / "nvidia-h200" / "matmul.csv")[-1]
     row = replace(base, p50_ms=1.0, op_p50_ms=op_recorded, method="do_bench")
@@ -381,10 +381,10 @@ def test_a_few_microseconds_slower_is_not_a_regression_at_the_launch_floor(
         monkeypatch, now_us, fails):
     """A 4 us winner (rope at one decode token) is judged on the tolerance and on an
     absolute floor: no op recorded here, so only the plain ratio and the floor decide."""
-    from tritonbench_lab import worker
-    from tritonbench_lab.records import replace
-    from tritonbench_lab.retime import NOISE_FLOOR_MS, retime
-    from tritonbench_lab.store import load_winners
+    from tritonbench_lab.data.records import replace
+    from tritonbench_lab.data.store import load_winners
+    from tritonbench_lab.gates.retime import NOISE_FLOOR_MS, retime
+    from tritonbench_lab.measure import worker
 
     base = load_winners(REPO / "configs" / "nvidia-h200" / "rope.csv")[0]
     row = replace(base, p50_ms=0.004, op_p50_ms=None, method="cudagraph")
@@ -399,10 +399,10 @@ def test_a_few_microseconds_slower_is_not_a_regression_at_the_launch_floor(
 
 
 def test_check_starts_one_fresh_worker_per_pass_for_all_files(monkeypatch):
-    from tritonbench_lab import worker
-    from tritonbench_lab.records import replace
-    from tritonbench_lab.retime import retime
-    from tritonbench_lab.store import load_winners
+    from tritonbench_lab.data.records import replace
+    from tritonbench_lab.data.store import load_winners
+    from tritonbench_lab.gates.retime import retime
+    from tritonbench_lab.measure import worker
 
     started = []
 
@@ -427,7 +427,7 @@ def test_check_runs_each_config_at_its_cheapest_small_shape():
     before TILES existed is completed first; without an estimate, the first small shape."""
     import dataclasses
 
-    from tritonbench_lab.check import verify_shape
+    from tritonbench_lab.gates.check import verify_shape
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.spec import Shape
 

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from tritonbench_lab import children, worker
+from tritonbench_lab.measure import children, worker
 
 
 def _what_the_child_has(parent_pid: int):
-    return ("torch" in sys.modules, "tritonbench_lab.worker" in sys.modules, os.getppid(),
+    return ("torch" in sys.modules, "tritonbench_lab.measure.worker" in sys.modules, os.getppid(),
             worker._parent_gone(parent_pid))
 
 
@@ -82,7 +82,7 @@ def _no_start(kernel_modules):
 
 
 def test_a_forked_child_has_the_commands_environment_now_not_the_servers(monkeypatch):
-    from tritonbench_lab.precompile import Job, precompile
+    from tritonbench_lab.measure.precompile import Job, precompile
 
     children.context(interpret=False)  # the server runs from here on, with this environment
     monkeypatch.setenv("TLAB_MARK", "set after the server started")
@@ -114,7 +114,7 @@ def test_no_early_server_where_no_gpu_is_likely(monkeypatch):
 
 @pytest.mark.skipif(not children.has_fork_server(), reason="no fork server on this platform")
 def test_pool_processes_come_from_the_server():
-    from tritonbench_lab.precompile import CompilePool
+    from tritonbench_lab.measure.precompile import CompilePool
 
     pool = CompilePool(2)
     try:
@@ -176,7 +176,7 @@ def test_a_worker_whose_sweep_is_killed_does_not_linger(interpret, tmp_path):
     forked by the server (whose OS child it is)."""
     script = (
         "import time\n"
-        "from tritonbench_lab.worker import Worker\n"
+        "from tritonbench_lab.measure.worker import Worker\n"
         "if __name__ == '__main__':\n"
         f"    worker = Worker(interpret={interpret})\n"
         "    worker._start()\n"

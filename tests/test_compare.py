@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab import compare as cmp
+from tritonbench_lab.data.records import GBPS, OK, OUT_OF_RESOURCES, TFLOPS, TRITON, Ceiling, Record
+from tritonbench_lab.data.store import append_rows, load_winners
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import GBPS, OK, OUT_OF_RESOURCES, TFLOPS, TRITON, Ceiling, Record
-from tritonbench_lab.store import append_rows, load_winners
+from tritonbench_lab.views import compare as cmp
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_H200 = REPO / "results" / "nvidia-h200"

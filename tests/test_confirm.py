@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tritonbench_lab.records import (
+from tritonbench_lab.data.records import (
     OK,
     TRITON,
     WRONG_RESULT,
@@ -20,8 +20,8 @@ from tritonbench_lab.records import (
     fastest,
     standing,
 )
+from tritonbench_lab.measure.worker import Outcome
 from tritonbench_lab.space import config_text
-from tritonbench_lab.worker import Outcome
 
 WIDTHS = (1, 2, 4, 8)  # num_warps of the configs swept below; 64x4096 prunes none of them
 
@@ -63,7 +63,7 @@ def test_fastest_is_among_the_confirmed_when_any_is():
 
 
 def test_winner_and_its_baseline_ratio_come_from_the_confirmations():
-    from tritonbench_lab.winners import pick_winners
+    from tritonbench_lab.data.winners import pick_winners
 
     rows = [row("torch", "", 2.0), row(config="w=1", p50=1.0), row(config="w=2", p50=1.05),
             row(config="w=4", p50=1.1),
@@ -77,7 +77,7 @@ def test_winner_and_its_baseline_ratio_come_from_the_confirmations():
 def test_a_winners_ratios_come_from_its_own_run_on_its_own_gpu():
     """Runs on different days may be different GPUs: the winner of a later run is compared
     with the baselines of that run, not with faster ones of an earlier run or a later one."""
-    from tritonbench_lab.winners import pick_winners, shape_results
+    from tritonbench_lab.data.winners import pick_winners, shape_results
 
     early = [row("torch", "", 1.8, confirmed=True, run_id="a"),
              row("inductor", "", 1.5, confirmed=True, run_id="a"),
@@ -101,7 +101,7 @@ def test_a_winners_ratios_come_from_its_own_run_on_its_own_gpu():
 # --- which rows are re-timed -----------------------------------------------------------------
 
 def test_leaders_to_confirm_are_the_fastest_configs_and_every_baseline():
-    from tritonbench_lab.contenders import leaders_to_confirm
+    from tritonbench_lab.search.contenders import leaders_to_confirm
 
     rows = [row("torch", "", 2.0), row("compiled", "", 1.9), row(config="w=1", p50=1.2),
             row(config="w=2", p50=1.0), row(config="w=4", p50=1.1),
@@ -118,7 +118,7 @@ def test_leaders_to_confirm_are_the_fastest_configs_and_every_baseline():
 def test_after_a_short_first_pass_the_leaders_are_among_the_contenders():
     """A first-pass time (5 ms of do_bench, often at the boost clock) is not comparable with
     a contender's full-budget one: a config left out of the contenders must not lead."""
-    from tritonbench_lab.contenders import leaders_to_confirm
+    from tritonbench_lab.search.contenders import leaders_to_confirm
 
     rows = [row("torch", "", 2.0), row(config="w=1", p50=1.0), row(config="w=2", p50=1.01),
             row(config="w=4", p50=1.08), row(config="w=1", p50=1.10, phase="contend"),
@@ -165,10 +165,10 @@ def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, console=
     import torch
     from test_sweep import request_for
 
-    from tritonbench_lab import devices
-    from tritonbench_lab import sweep as sweep_mod
+    from tritonbench_lab.data.store import load_records, load_winners
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.store import load_records, load_winners
+    from tritonbench_lab.measure import devices
+    from tritonbench_lab.measure import sweep as sweep_mod
 
     log: list[str] = []
     worker = ScriptedWorker(times, log)  # the same script across the fresh worker
@@ -240,7 +240,7 @@ def test_leaders_are_retimed_in_a_fresh_worker_and_slow_ones_let_the_next_in(
 
 
 def test_confirmations_take_their_own_budget_and_rows_record_it(tmp_path, monkeypatch):
-    from tritonbench_lab.timing import STEADY_WARMUP_MS, BenchOptions
+    from tritonbench_lab.measure.timing import STEADY_WARMUP_MS, BenchOptions
 
     times = {b: [2.0, 2.2] for b in BASELINES}
     times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
@@ -341,7 +341,7 @@ def test_confirmations_from_before_host_times_are_not_timed_again(tmp_path, monk
     """Rows confirmed before tlab timed a call's host time: a run again over them measures
     nothing (their GPU times stand; `tlab host-times` adds the host's part, hosttimes.py),
     and the winner has no host times until then."""
-    from tritonbench_lab.store import load_records, write_table
+    from tritonbench_lab.data.store import load_records, write_table
 
     times = {b: [2.0, 2.2] for b in BASELINES}
     times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
@@ -355,7 +355,7 @@ def test_confirmations_from_before_host_times_are_not_timed_again(tmp_path, monk
 
 
 def test_a_shape_is_confirmed_when_its_leader_and_every_baseline_timed_ok_are():
-    from tritonbench_lab.contenders import confirmation_unfinished
+    from tritonbench_lab.search.contenders import confirmation_unfinished
 
     rows = [row("torch", "", 2.0, confirmed=True, host_ms=None),
             row(config="w=1", p50=1.0, confirmed=True, host_ms=None)]
@@ -365,7 +365,7 @@ def test_a_shape_is_confirmed_when_its_leader_and_every_baseline_timed_ok_are():
 
 
 def test_plots_pick_the_same_winner(tmp_path, monkeypatch):
-    from tritonbench_lab.series import TUNED, series
+    from tritonbench_lab.views.series import TUNED, series
 
     times = {b: [2.0, 2.2] for b in BASELINES}
     times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
@@ -378,7 +378,7 @@ def test_plots_pick_the_same_winner(tmp_path, monkeypatch):
 # --- tlab check times a winner as it was timed -----------------------------------------------
 
 def test_a_winner_carries_the_do_bench_budget_it_was_timed_with():
-    from tritonbench_lab.winners import pick_winners
+    from tritonbench_lab.data.winners import pick_winners
 
     rows = [row(config="w=1", p50=1.0, rep_ms=50, warmup_ms=10),
             row(config="w=2", p50=1.2, rep_ms=100, confirmed=True, run_id="b", warmup_ms=25)]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab.crosscompile import compile_shapes, covering_configs
 from tritonbench_lab.kernels import get_spec, names
+from tritonbench_lab.measure.crosscompile import compile_shapes, covering_configs
 from tritonbench_lab.space import HOPPER
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab.devices import parse_gpus, visible_for
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.schedule import Batch, Scheduler
-from tritonbench_lab.worker import Task
+from tritonbench_lab.measure.devices import parse_gpus, visible_for
+from tritonbench_lab.measure.schedule import Batch, Scheduler
+from tritonbench_lab.measure.worker import Task
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -171,7 +171,7 @@ def interpreter_sweep(tmp_path, devices, **options):
     from test_sweep import request_for
 
     from tritonbench_lab.kernels import load_kernel_module
-    from tritonbench_lab.sweep import run_sweep
+    from tritonbench_lab.measure.sweep import run_sweep
 
     module = str(ROOT / "examples" / "axpy.py")
     (spec,) = load_kernel_module(module)
@@ -223,9 +223,9 @@ def test_the_ray_backend_writes_the_same_rows_from_the_driver(one_device, tmp_pa
 def _a_ray_device_starts_its_workers_ahead_and_then_measures():
     """What a GPU sweep does first (sweep.run_sweep): prepare, through the actor, then run."""
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.raydevices import ray_devices
-    from tritonbench_lab.timing import BenchOptions
-    from tritonbench_lab.worker import Timeouts
+    from tritonbench_lab.measure.raydevices import ray_devices
+    from tritonbench_lab.measure.timing import BenchOptions
+    from tritonbench_lab.measure.worker import Timeouts
 
     (device,) = ray_devices(["cpu:0"], interpret=True, kernel_modules=(), bench=BenchOptions(),
                             address=None)
@@ -243,8 +243,8 @@ def test_the_command_line_spreads_a_searched_first_pass_over_two_stand_ins(tmp_p
     import subprocess
     import sys
 
-    from tritonbench_lab.contenders import contenders
-    from tritonbench_lab.store import load_records
+    from tritonbench_lab.data.store import load_records
+    from tritonbench_lab.search.contenders import contenders
 
     result = subprocess.run(
         [sys.executable, "-m", "tritonbench_lab", "sweep", "axpy", "--kernel-module",

@@ -4,7 +4,7 @@ import importlib.util
 import os
 import sys
 
-from tritonbench_lab.env import bytecode_note
+from tritonbench_lab.measure.env import bytecode_note
 
 
 def module_file(tmp_path, with_bytecode):

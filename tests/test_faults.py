@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab.records import COLUMNS, OK, TRITON, Record
-from tritonbench_lab.store import append_rows, load_records, load_winners
-from tritonbench_lab.worker import Worker
+from tritonbench_lab.data.records import COLUMNS, OK, TRITON, Record
+from tritonbench_lab.data.store import append_rows, load_records, load_winners
+from tritonbench_lab.measure.worker import Worker
 
 REPO = Path(__file__).resolve().parent.parent
 PLANTED = str(REPO / "tests" / "planted_kernels.py")
@@ -213,7 +213,7 @@ def test_gpu_faults_are_contained(tmp_path):
 
 
 def test_a_ctrl_c_during_a_spawn_is_raised_once_the_spawn_is_done():
-    from tritonbench_lab.worker import _sigint_held
+    from tritonbench_lab.measure.worker import _sigint_held
 
     before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
     try:
@@ -234,7 +234,7 @@ def test_a_worker_started_in_the_background_runs_its_first_task_and_stops(tmp_pa
     first task waits for that start instead of beginning another, and a stop during it
     leaves no process behind."""
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.worker import Task, Timeouts
+    from tritonbench_lab.measure.worker import Task, Timeouts
 
     spec = get_spec("add")
     worker = Worker(interpret=True)

@@ -9,9 +9,9 @@ import dataclasses
 import pytest
 from test_confirm import BASELINES, WIDTHS, ScriptedWorker, row
 
-from tritonbench_lab.contenders import MARGIN, contenders
-from tritonbench_lab.records import CONTEND, OK, WRONG_RESULT, standing
-from tritonbench_lab.timing import BenchOptions
+from tritonbench_lab.data.records import CONTEND, OK, WRONG_RESULT, standing
+from tritonbench_lab.measure.timing import BenchOptions
+from tritonbench_lab.search.contenders import MARGIN, contenders
 
 
 def first(config, p50, spread=0.0, **kw):
@@ -64,10 +64,10 @@ def scripted(tmp_path, monkeypatch, times, first_rep_ms=5, log=None, **options):
     import torch
     from test_sweep import request_for
 
-    from tritonbench_lab import devices
-    from tritonbench_lab import sweep as sweep_mod
+    from tritonbench_lab.data.store import load_records, load_winners
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.store import load_records, load_winners
+    from tritonbench_lab.measure import devices
+    from tritonbench_lab.measure import sweep as sweep_mod
 
     log = [] if log is None else log
     worker = ScriptedWorker(times, log)
@@ -116,7 +116,7 @@ def test_contenders_the_confirmation_covers_go_to_it_directly(tmp_path, monkeypa
 
 def test_a_search_proposes_to_the_pool_before_its_baselines_are_timed(tmp_path, monkeypatch):
     # So that the pool compiles a search's first batch while the device times its baselines.
-    from tritonbench_lab import sweep as sweep_mod
+    from tritonbench_lab.measure import sweep as sweep_mod
 
     log: list[str] = []
 
@@ -168,7 +168,7 @@ def test_without_a_first_pass_budget_nothing_is_contended(tmp_path, monkeypatch,
 
 
 def test_first_pass_request_budgets_by_phase():
-    from tritonbench_lab.plan import SweepRequest
+    from tritonbench_lab.measure.plan import SweepRequest
 
     short, full, long = BenchOptions(5, 5), BenchOptions(25, 100), BenchOptions(25, 200)
     request = SweepRequest(*[None] * 9, bench=full, first_bench=short, confirm_bench=long)

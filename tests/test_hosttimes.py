@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import pytest
 from fixture_results import SLUG, write_softmax_fixture
 
-from tritonbench_lab import hosttimes
+from tritonbench_lab.data.layout import Layout
+from tritonbench_lab.data.records import TORCH_OP, TRITON, HostTime, Winner
+from tritonbench_lab.data.store import load_host_times, load_records, load_winners, write_table
+from tritonbench_lab.data.winners import pick_winners
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.layout import Layout
-from tritonbench_lab.records import TORCH_OP, TRITON, HostTime, Winner
-from tritonbench_lab.store import load_host_times, load_records, load_winners, write_table
-from tritonbench_lab.winners import pick_winners
+from tritonbench_lab.gates import hosttimes
 
 FP = SimpleNamespace(gpu="Fixture GPU", gpu_slug=SLUG, torch="9.9", triton="9.9", tlab="0")
 
@@ -25,13 +25,13 @@ FP = SimpleNamespace(gpu="Fixture GPU", gpu_slug=SLUG, torch="9.9", triton="9.9"
 def root(tmp_path, monkeypatch):
     """The softmax fixture's results and the configs they pick; its rows' source is
     'fixture', taken here for the kernel's current source."""
-    import tritonbench_lab.source
+    import tritonbench_lab.measure.source
 
     layout = Layout(tmp_path)
     write_softmax_fixture(tmp_path)
     write_table(layout.configs_file(SLUG, "softmax"),
                 pick_winners(load_records(layout.results_file(SLUG, "softmax"))), Winner)
-    monkeypatch.setattr(tritonbench_lab.source, "source_hash", lambda spec: "fixture")
+    monkeypatch.setattr(tritonbench_lab.measure.source, "source_hash", lambda spec: "fixture")
     return layout
 
 
@@ -204,8 +204,8 @@ def test_time_winner_times_both_calls_in_turns(device):
 
 
 def test_the_gate_wants_a_winners_host_times_backed_by_rows(root, monkeypatch):
-    from tritonbench_lab.check import against_results
-    from tritonbench_lab.store import read_table
+    from tritonbench_lab.data.store import read_table
+    from tritonbench_lab.gates.check import against_results
 
     scripted(monkeypatch)
     run(root)

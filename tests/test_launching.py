@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tritonbench_lab import launching
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import builtin_names
+from tritonbench_lab.runtime import launching
 
 HERE = Path(__file__).resolve().parent
 HOOK_SLOTS = slice(6, 9)  # launch metadata and the two hooks: (None, None, None) the short way
@@ -81,7 +81,7 @@ def test_a_signature_is_at_least_as_fine_as_tritons_specialization():
 def test_gpu_the_short_way_computes_what_the_reference_does(kernel):
     """On the GPU: Triton's way, then the short way (poisoned outputs each time), both right."""
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.verify import as_outputs, check, poison
+    from tritonbench_lab.measure.verify import as_outputs, check, poison
 
     spec = get_spec(kernel)
     given = launching.install_for(spec.launch)  # none when TLAB_FAST_LAUNCH=1 did it already

@@ -6,9 +6,9 @@ from kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.layernorm import MAX_COLS, SPEC, layernorm
+from tritonbench_lab.measure.verify import check
 from tritonbench_lab.space import HOPPER
 from tritonbench_lab.spec import Shape
-from tritonbench_lab.verify import check
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 DTYPE_IDS = ["fp32", "fp16", "bf16"]

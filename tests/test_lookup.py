@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from tritonbench_lab import tuned
+from tritonbench_lab.data.records import Winner
+from tritonbench_lab.data.store import write_table
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.matmul import SPEC as MATMUL
 from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX
-from tritonbench_lab.records import Winner
-from tritonbench_lab.store import write_table
 from tritonbench_lab.tuned import check_round_trip, lookup
 
 A = "BLOCK_M=64 BLOCK_N=64 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3"

@@ -8,9 +8,9 @@ from kernel_cases import check_configs_at, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.matmul import SPEC, alignment, matmul, tma_ready, whole_tiles
+from tritonbench_lab.measure.verify import check
 from tritonbench_lab.space import HOPPER, config_text
 from tritonbench_lab.spec import Shape
-from tritonbench_lab.verify import check
 
 AWKWARD = [
     (1, 37, 19),  # one row

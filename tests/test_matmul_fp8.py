@@ -15,9 +15,9 @@ from tritonbench_lab.kernels.matmul_fp8 import (
     TWO_PASS,
     matmul_fp8,
 )
+from tritonbench_lab.measure.verify import check
 from tritonbench_lab.space import HOPPER
 from tritonbench_lab.spec import Shape, parse_dtype
-from tritonbench_lab.verify import check
 
 SPECS = [SPEC, ROWWISE_SPEC]
 FP8 = [torch.float8_e4m3fn, torch.float8_e5m2]

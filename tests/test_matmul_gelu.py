@@ -12,8 +12,8 @@ from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels.matmul_gelu import EPILOGUE_FLOPS, SPEC, TANH_SPEC, matmul_gelu
 from tritonbench_lab.kernels.matmul_persistent import gelu_erf
+from tritonbench_lab.measure.verify import check
 from tritonbench_lab.spec import Shape
-from tritonbench_lab.verify import check
 
 SPECS = [SPEC, TANH_SPEC]
 AWKWARD = [

@@ -9,8 +9,8 @@ from conftest import INTERPRETING
 from test_lookup import winner, write_winners
 
 from tritonbench_lab import ops, tuned
+from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.ops import NEAR_MARGIN, decide
-from tritonbench_lab.records import parse_config_text
 
 A = "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 TMA=0"
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()

@@ -3,8 +3,8 @@
 import pytest
 from conftest import INTERPRETING
 
+from tritonbench_lab.gates.opsbench import SHAPES, OpsRow, report
 from tritonbench_lab.kernels import get_spec
-from tritonbench_lab.opsbench import SHAPES, OpsRow, report
 from tritonbench_lab.tuned import alignment_class
 
 
@@ -44,8 +44,8 @@ def test_each_kernel_of_the_benchmark_calls_ops_and_the_op_it_stands_in_for(devi
     (here, with no configs, ops is that op; on a GPU the kernel's result is checked too)."""
     import torch
 
-    from tritonbench_lab.opsbench import _calls, make_inputs
-    from tritonbench_lab.verify import as_outputs
+    from tritonbench_lab.gates.opsbench import _calls, make_inputs
+    from tritonbench_lab.measure.verify import as_outputs
 
     small = [("matmul", (9, 7, 5)), ("matmul_gelu", (9, 7, 5)), ("softmax", (3, 33)),
              ("rmsnorm", (3, 33)), ("add_rmsnorm", (3, 33)), ("layernorm", (3, 33)),

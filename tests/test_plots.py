@@ -17,7 +17,7 @@ from fixture_results import (
     write_softmax_fixture,
 )
 
-from tritonbench_lab.calibrate import (
+from tritonbench_lab.data.ceilings import (
     SAME_SIZE_COPY,
     ceiling_for,
     ceilings_in_force,
@@ -25,11 +25,11 @@ from tritonbench_lab.calibrate import (
     copy_curve,
     traffic_of,
 )
+from tritonbench_lab.data.store import load_records
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.plots import draw_landscape, draw_throughput
-from tritonbench_lab.report import kernel_section
-from tritonbench_lab.series import TUNED, series
-from tritonbench_lab.store import load_records
+from tritonbench_lab.views.plots import draw_landscape, draw_throughput
+from tritonbench_lab.views.report import kernel_section
+from tritonbench_lab.views.series import TUNED, series
 
 
 @pytest.fixture
@@ -150,9 +150,9 @@ def test_missing_inputs_are_one_line_errors(args, phrase, tmp_path):
 
 
 def test_reading_and_drawing_import_neither_torch_nor_triton():
-    code = ("import sys; import tritonbench_lab.plots, tritonbench_lab.report, "
-            "tritonbench_lab.series, tritonbench_lab.calibrate, tritonbench_lab.tuned, "
-            "tritonbench_lab.compare, tritonbench_lab.winners, tritonbench_lab.store; "
+    code = ("import sys; import tritonbench_lab.views.plots, tritonbench_lab.views.report, "
+            "tritonbench_lab.views.series, tritonbench_lab.measure.calibrate, tritonbench_lab.tuned, "
+            "tritonbench_lab.views.compare, tritonbench_lab.data.winners, tritonbench_lab.data.store; "
             "print('torch' in sys.modules, 'triton' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["False", "False"], out.stderr
@@ -229,7 +229,7 @@ def test_the_default_config_is_known_by_its_texts_before_and_after_an_added_para
 
 
 def test_x_axis_gives_every_shape_its_own_place():
-    from tritonbench_lab.series import x_axis
+    from tritonbench_lab.views.series import x_axis
 
     squares, label = x_axis(["512x512x512", "1024x1024x1024"])
     assert squares == {"512x512x512": 512.0, "1024x1024x1024": 1024.0} and "M = N = K" in label

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tritonbench_lab.precompile import Job, precompile
+from tritonbench_lab.measure.precompile import Job, precompile
 
 
 def fake_start(kernel_modules):
@@ -69,8 +69,8 @@ def test_no_jobs_or_no_processes_start_no_pool():
 def test_the_sweep_compiles_ahead_only_triton_configs_on_a_gpu(monkeypatch):
     from types import SimpleNamespace
 
-    from tritonbench_lab import sweep
-    from tritonbench_lab.worker import Task
+    from tritonbench_lab.measure import sweep
+    from tritonbench_lab.measure.worker import Task
 
     made = []
 
@@ -98,7 +98,7 @@ def test_the_sweep_compiles_ahead_only_triton_configs_on_a_gpu(monkeypatch):
 
 
 def test_a_pool_that_lives_for_the_sweep_compiles_batches_as_they_come():
-    from tritonbench_lab.precompile import CompilePool
+    from tritonbench_lab.measure.precompile import CompilePool
 
     seen = []
     pool = CompilePool(2, compile_fn=fake_compile, start_fn=fake_start,
@@ -118,7 +118,7 @@ def test_a_pool_that_lives_for_the_sweep_compiles_batches_as_they_come():
 
 def _compiled_in_order(submit_and_wait):
     """The blocks in the order one process compiled them, after `submit_and_wait(pool)`."""
-    from tritonbench_lab.precompile import CompilePool
+    from tritonbench_lab.measure.precompile import CompilePool
 
     pool = CompilePool(1, compile_fn=fake_compile, start_fn=fake_start)
     try:
@@ -153,7 +153,7 @@ def test_a_background_job_asked_for_moves_ahead():
 
 
 def test_a_config_compiles_at_one_shape_at_a_time_and_its_other_shapes_follow_it():
-    from tritonbench_lab.precompile import CompilePool, config_major, family
+    from tritonbench_lab.measure.precompile import CompilePool, config_major, family
 
     def at(size, *blocks):
         return [Job("k", (size,), "fp32", 0, {"BLOCK": b}) for b in blocks]
@@ -183,7 +183,7 @@ def test_a_config_compiles_at_one_shape_at_a_time_and_its_other_shapes_follow_it
 
 
 def test_closing_drops_the_queued_background_at_once():
-    from tritonbench_lab.precompile import CompilePool
+    from tritonbench_lab.measure.precompile import CompilePool
 
     pool = CompilePool(1, compile_fn=fake_compile, start_fn=fake_start, stall_s=30.0)
     pool.submit(jobs(99, 2, 3), background=True)  # 99 hangs in the only process
@@ -197,7 +197,7 @@ def test_precompiled_matmul_configs_load_in_the_worker_instead_of_compiling(tmp_
                                                                              monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     from tritonbench_lab.kernels.matmul import SPEC
-    from tritonbench_lab.worker import Task, Timeouts, Worker
+    from tritonbench_lab.measure.worker import Task, Timeouts, Worker
 
     shape = (1528, 1528, 1528)
     configs = [c for c in SPEC.space.prune(dict(SPEC.shape(*shape).dims), 2,
@@ -219,7 +219,7 @@ def test_precompiled_matmul_configs_load_in_the_worker_instead_of_compiling(tmp_
 
 
 def test_the_cache_folder_is_pinned_before_inductor_can_move_it(monkeypatch):
-    from tritonbench_lab.precompile import pin_triton_cache_dir
+    from tritonbench_lab.measure.children import pin_triton_cache_dir
 
     monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
     pin_triton_cache_dir()
@@ -230,7 +230,7 @@ def test_the_cache_folder_is_pinned_before_inductor_can_move_it(monkeypatch):
 
 
 def _gpu_limits():
-    from tritonbench_lab.env import device_limits
+    from tritonbench_lab.measure.env import device_limits
 
     return device_limits("cuda")
 
@@ -242,9 +242,9 @@ def test_a_search_gives_the_pool_its_shape_space_behind_its_batches(monkeypatch,
     two configs at most, and gives the pool nothing it will not time."""
     from types import SimpleNamespace
 
-    from tritonbench_lab import sweep
+    from tritonbench_lab.measure import sweep
+    from tritonbench_lab.measure.worker import Task
     from tritonbench_lab.space import Space
-    from tritonbench_lab.worker import Task
 
     calls = []
 

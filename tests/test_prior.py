@@ -10,9 +10,9 @@ import dataclasses
 import pytest
 from fixture_results import record
 
-from tritonbench_lab import prior
-from tritonbench_lab.prior import nearness, portfolio, take_turns
-from tritonbench_lab.records import COMPILE_ERROR, SKIPPED
+from tritonbench_lab.data.records import COMPILE_ERROR, SKIPPED
+from tritonbench_lab.search import prior
+from tritonbench_lab.search.prior import nearness, portfolio, take_turns
 
 
 def test_the_portfolio_starts_with_the_config_closest_to_the_best_everywhere():
@@ -70,9 +70,9 @@ def test_winners_and_portfolio_take_turns_without_repeats():
 def request_at(tmp_path, spec, configs_rows=()):
     from types import SimpleNamespace
 
-    from tritonbench_lab.layout import Layout
-    from tritonbench_lab.records import Winner
-    from tritonbench_lab.store import write_table
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.data.records import Winner
+    from tritonbench_lab.data.store import write_table
 
     layout = Layout(tmp_path)
     if configs_rows:
@@ -85,10 +85,10 @@ def request_at(tmp_path, spec, configs_rows=()):
 def test_a_sweep_reads_its_prior_from_the_configs_and_results_files(tmp_path):
     from fixture_results import write_softmax_fixture
 
+    from tritonbench_lab.data.store import load_records
+    from tritonbench_lab.data.winners import pick_winners, shape_results
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.space import config_text
-    from tritonbench_lab.store import load_records
-    from tritonbench_lab.winners import pick_winners, shape_results
 
     rows = load_records(write_softmax_fixture(tmp_path) / "softmax.csv")
     winners = pick_winners(rows)
@@ -129,9 +129,9 @@ def test_a_sweep_reads_its_prior_from_the_configs_and_results_files(tmp_path):
 
 
 def test_pruned_and_failed_rows_do_not_enter_the_portfolio(tmp_path):
+    from tritonbench_lab.data.winners import shape_results
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.space import config_text
-    from tritonbench_lab.winners import shape_results
 
     spec = get_spec("softmax")
     space = [spec.space.complete({"ROWS": r, "num_warps": 4}) for r in (1, 2, 4)]
@@ -151,11 +151,11 @@ def test_a_prior_sweep_starts_from_the_portfolio_of_its_results_file(tmp_path, m
     from test_confirm import BASELINES, WIDTHS, ScriptedWorker
     from test_sweep import request_for
 
-    from tritonbench_lab import devices, sweep
+    from tritonbench_lab.data.store import append_rows, load_records, load_winners
     from tritonbench_lab.kernels.softmax import SPEC
+    from tritonbench_lab.measure import devices, sweep
+    from tritonbench_lab.measure.timing import BenchOptions
     from tritonbench_lab.space import config_text
-    from tritonbench_lab.store import append_rows, load_records, load_winners
-    from tritonbench_lab.timing import BenchOptions
 
     fixed = {"ROWS": 1, "PER_SM": 0, "SPLIT": 1, "TILES": 1}
     space = SPEC.space.narrow({**{k: (v,) for k, v in fixed.items()}, "num_warps": WIDTHS})
@@ -194,11 +194,11 @@ def test_a_prior_sweep_starts_from_the_portfolio_of_its_results_file(tmp_path, m
 def test_a_gpu_with_nothing_yet_starts_from_the_other_gpus_rows(tmp_path):
     from fixture_results import SLUG, write_softmax_fixture
 
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.data.records import Winner
+    from tritonbench_lab.data.store import load_records, write_table
+    from tritonbench_lab.data.winners import pick_winners, shape_results
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.layout import Layout
-    from tritonbench_lab.records import Winner
-    from tritonbench_lab.store import load_records, write_table
-    from tritonbench_lab.winners import pick_winners, shape_results
 
     rows = load_records(write_softmax_fixture(tmp_path) / "softmax.csv")
     layout = Layout(tmp_path)

@@ -7,7 +7,7 @@ import types
 from rich.console import Console
 
 from tritonbench_lab.cli.progress import SweepProgress
-from tritonbench_lab.worker import Task
+from tritonbench_lab.measure.worker import Task
 
 
 def record(status):

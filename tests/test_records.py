@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab.records import (
+from tritonbench_lab.data.records import (
     CEILING_COLUMNS,
     COLUMNS,
     KEY_COLUMNS,
@@ -70,7 +70,7 @@ def test_schema_documents_every_ceilings_column_in_order():
 def test_schema_documents_every_host_times_column_in_order():
     from dataclasses import fields
 
-    from tritonbench_lab.records import HostTime
+    from tritonbench_lab.data.records import HostTime
 
     assert tuple(table("results/<gpu-slug>/host/<kernel>.csv")) == tuple(
         f.name for f in fields(HostTime))

@@ -60,7 +60,7 @@ def test_baselines_match_the_reference(spec, device):
     dtype = torch.float32 if torch.float32 in spec.dtypes else spec.dtypes[0]
     inputs = spec.make_inputs(shape, dtype, device, seed=3)
     reference = spec.reference(inputs)
-    from tritonbench_lab.verify import as_outputs, check
+    from tritonbench_lab.measure.verify import as_outputs, check
 
     on_gpu = device == "cuda"
     names = spec.baselines_for(interpreting=not on_gpu)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab.records import Winner
-from tritonbench_lab.regret import held_out_shapes
-from tritonbench_lab.store import load_records, write_table
-from tritonbench_lab.winners import shape_results
+from tritonbench_lab.data.records import Winner
+from tritonbench_lab.data.store import load_records, write_table
+from tritonbench_lab.data.winners import shape_results
+from tritonbench_lab.gates.regret import held_out_shapes
 
 REPO = Path(__file__).resolve().parent.parent
 PLANTED = str(REPO / "tests" / "planted_kernels.py")

@@ -7,9 +7,9 @@ from kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.rope import SPEC, rope, rope_tables, torch_rope
+from tritonbench_lab.measure.verify import check, poison
 from tritonbench_lab.space import HOPPER
 from tritonbench_lab.spec import Shape
-from tritonbench_lab.verify import check, poison
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 DTYPE_IDS = ["fp32", "fp16", "bf16"]

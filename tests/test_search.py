@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.replay import replay, replay_results, summarize
-from tritonbench_lab.search import (
+from tritonbench_lab.search.replay import replay, replay_results, summarize
+from tritonbench_lab.search.strategies import (
     LOCAL_MIN_BATCH,
     PRIOR_STARTS,
     SEARCHES,
@@ -328,7 +328,7 @@ def test_replayed_prior_leaves_the_shape_itself_out(tmp_path):
     """Each shape's prior is the other shapes' winners, nearest first, never its own."""
     from fixture_results import record
 
-    from tritonbench_lab.store import append_rows
+    from tritonbench_lab.data.store import append_rows
 
     shapes = ["64x1024", "64x4096", "64x16384"]
     configs = ["ROWS=1 num_warps=4", "ROWS=2 num_warps=4", "ROWS=4 num_warps=4"]

@@ -11,10 +11,17 @@ import stat
 
 import pytest
 
-from tritonbench_lab.errors import TlabError
-from tritonbench_lab.layout import Layout
-from tritonbench_lab.records import COLUMNS, OK, WINNER_COLUMNS, WRONG_RESULT, Record, Winner, to_cells
-from tritonbench_lab.store import (
+from tritonbench_lab.data.layout import Layout
+from tritonbench_lab.data.records import (
+    COLUMNS,
+    OK,
+    WINNER_COLUMNS,
+    WRONG_RESULT,
+    Record,
+    Winner,
+    to_cells,
+)
+from tritonbench_lab.data.store import (
     append_rows,
     check_appendable,
     load_records,
@@ -22,7 +29,8 @@ from tritonbench_lab.store import (
     read_results,
     write_table,
 )
-from tritonbench_lab.winners import pick_winners, winners_from_files
+from tritonbench_lab.data.winners import pick_winners, winners_from_files
+from tritonbench_lab.errors import TlabError
 
 
 def write_winners(path, winners):
@@ -281,8 +289,8 @@ def test_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path):
 def test_every_committed_file_reads_and_configs_hold_what_results_pick():
     from pathlib import Path
 
-    from tritonbench_lab.layout import kernels_in
-    from tritonbench_lab.store import load_ceilings
+    from tritonbench_lab.data.layout import kernels_in
+    from tritonbench_lab.data.store import load_ceilings
 
     layout = Layout(Path(__file__).resolve().parents[1])
     slugs = layout.gpu_slugs()

@@ -1,6 +1,6 @@
 """`tlab sweep` end to end, as users run it: small sweeps in Triton's interpreter, resume,
 --fresh, planted wrong results, and bad input refused in one line before anything is written.
-Also the planning arithmetic of tritonbench_lab.sweep, directly.
+Also the planning arithmetic of tritonbench_lab.measure.sweep, directly.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from tritonbench_lab.errors import TlabError
-from tritonbench_lab.layout import Layout
-from tritonbench_lab.records import (
+from tritonbench_lab.data.layout import Layout
+from tritonbench_lab.data.records import (
     OK,
     SKIPPED,
     TRITON,
     WRONG_RESULT,
     parse_config_text,
 )
-from tritonbench_lab.store import load_records, load_winners
+from tritonbench_lab.data.store import load_records, load_winners
+from tritonbench_lab.errors import TlabError
 
 # softmax's row kernel in a config's text: no persistent programs, no split, no walk
 ROW_KERNEL = "PER_SM=0 SPLIT=1 TILES=1 KEEP_LAST=0"
@@ -231,8 +231,8 @@ def test_foreign_results_file_is_refused_and_left_alone(tmp_path):
 # --- planning, directly --------------------------------------------------------------------
 
 def request_for(spec, dtypes, shapes, tmp_path, free_bytes=1 << 60, space=None):
-    from tritonbench_lab.env import Fingerprint
-    from tritonbench_lab.plan import SweepRequest
+    from tritonbench_lab.measure.env import Fingerprint
+    from tritonbench_lab.measure.plan import SweepRequest
     from tritonbench_lab.space import HOPPER
 
     fp = Fingerprint("interpreter", "interpreter", "", "", "2.5.1", "3.1.0", "0.1.0")
@@ -247,7 +247,7 @@ def test_shapes_are_timed_largest_first_only_where_a_compile_pool_runs(tmp_path)
     import torch
 
     from tritonbench_lab.kernels.matmul import SPEC as MATMUL
-    from tritonbench_lab.plan import plan
+    from tritonbench_lab.measure.plan import plan
 
     shapes = [MATMUL.shape(512, 512, 512), MATMUL.shape(2048, 64, 2048),
               MATMUL.shape(1024, 1024, 1024), MATMUL.shape(64, 64, 64)]
@@ -274,7 +274,7 @@ def test_memory_estimate():
 
     from tritonbench_lab.kernels.matmul import SPEC as MATMUL
     from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX_SPEC
-    from tritonbench_lab.plan import memory_estimate
+    from tritonbench_lab.measure.plan import memory_estimate
 
     # softmax fp32 37x129: 38,184 bytes in and out, twice, plus 9,546 elements in float64.
     assert memory_estimate(SOFTMAX_SPEC, SOFTMAX_SPEC.shape(37, 129), torch.float32) == (
@@ -290,7 +290,7 @@ def test_check_request_refuses_what_does_not_fit(tmp_path):
     import torch
 
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.plan import check_request, memory_estimate
+    from tritonbench_lab.measure.plan import check_request, memory_estimate
 
     shape = SPEC.shape(64, 1000)
     need = memory_estimate(SPEC, shape, torch.float32)
@@ -304,7 +304,7 @@ def test_plan_counts_dtypes_times_shapes_times_providers_and_configs(tmp_path):
     import torch
 
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.plan import plan
+    from tritonbench_lab.measure.plan import plan
 
     dtypes, shapes = [torch.float32, torch.float16], list(SPEC.small_shapes)
     planned = plan(request_for(SPEC, dtypes, shapes, tmp_path))
@@ -326,7 +326,7 @@ def test_plan_of_the_planted_kernel(tmp_path):
     import torch
 
     from tritonbench_lab.kernels import get_spec, load_kernel_module
-    from tritonbench_lab.plan import plan
+    from tritonbench_lab.measure.plan import plan
 
     load_kernel_module(ROOT / "tests" / "planted_kernels.py")
     spec = get_spec("planted")
@@ -400,7 +400,7 @@ def test_a_shape_too_big_for_the_interpreter_is_refused_with_one_it_accepts(tmp_
     import torch
 
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.plan import check_request
+    from tritonbench_lab.measure.plan import check_request
 
     big = SPEC.shape(8192, 256)
     with pytest.raises(TlabError, match="too big for Triton's interpreter") as refused:
@@ -418,7 +418,7 @@ def test_gpu_only_baselines_are_planned_only_on_a_gpu_and_self_tuning_ones_when_
     import torch
 
     from tritonbench_lab.kernels.matmul import SPEC
-    from tritonbench_lab.plan import check_request, parse_baselines, plan
+    from tritonbench_lab.measure.plan import check_request, parse_baselines, plan
 
     request = request_for(SPEC, [torch.float16], SPEC.small_shapes, tmp_path)
     baselines = {p.task.provider for p in plan(request) if p.task.provider != TRITON}
@@ -440,7 +440,7 @@ def test_baselines_option_times_only_the_chosen(tmp_path):
     import torch
 
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.plan import parse_baselines, plan
+    from tritonbench_lab.measure.plan import parse_baselines, plan
 
     spec = get_spec("add_rmsnorm")
     request = request_for(spec, [torch.float32], spec.small_shapes[:1], tmp_path)
@@ -462,7 +462,7 @@ def test_the_source_hash_covers_the_kernel_modules_a_kernel_imports(monkeypatch)
     import hashlib
 
     from tritonbench_lab.kernels import get_spec, matmul_persistent
-    from tritonbench_lab.source import _code_dump, source_hash
+    from tritonbench_lab.measure.source import _code_dump, source_hash
 
     softmax = get_spec("softmax")
     one_file = _code_dump(ast.parse(Path(softmax.launch.__code__.co_filename).read_text()))
@@ -501,7 +501,7 @@ def test_the_source_hash_is_the_same_on_every_python():
     import ast
     import hashlib
 
-    from tritonbench_lab.source import _code_dump
+    from tritonbench_lab.measure.source import _code_dump
 
     dump = _code_dump(ast.parse(_SNIPPET))
     assert "docstring" not in dump and "comment" not in dump and "type_params" not in dump

@@ -5,8 +5,8 @@ import sys
 
 from fixture_results import ceiling
 
-from tritonbench_lab.records import Winner
-from tritonbench_lab.store import append_rows, write_table
+from tritonbench_lab.data.records import Winner
+from tritonbench_lab.data.store import append_rows, write_table
 
 
 def winner(kernel, dtype, shape, p50_ms, throughput, metric, speedup=None):
@@ -77,8 +77,8 @@ def test_targets_judge_gpus_only_and_refuse_a_gpu_without_configs(tmp_path):
 def test_targets_judge_winners_against_baselines_of_their_own_run(tmp_path):
     from fixture_results import SLUG, record
 
-    from tritonbench_lab.layout import Layout
-    from tritonbench_lab.targets import targets_report
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.views.targets import targets_report
 
     # Every fixture row moves 1 GB (throughput 1000 / p50 GB/s over p50 ms).
     rows = [

@@ -4,8 +4,8 @@ clocks themselves need a GPU (test_gpu_clocks_agree_on_a_long_kernel)."""
 import pytest
 import torch
 
-from tritonbench_lab.records import CUDAGRAPH, CUT, DO_BENCH
-from tritonbench_lab.timing import (
+from tritonbench_lab.data.records import CUDAGRAPH, CUT, DO_BENCH
+from tritonbench_lab.measure.timing import (
     BOTH_CLOCKS_BELOW_MS,
     CUT_FACTOR,
     DISAGREE,
@@ -81,8 +81,8 @@ def test_auto_timing_ranks_the_first_pass_by_graph_and_takes_both_elsewhere(tmp_
 
     from test_sweep import request_for
 
+    from tritonbench_lab.data.records import CONFIRM, CONTEND, SWEEP, TRITON
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.records import CONFIRM, CONTEND, SWEEP, TRITON
 
     spec = get_spec("softmax")
     request = dataclasses.replace(request_for(spec, [torch.float32], spec.small_shapes[:1],
@@ -136,7 +136,7 @@ class FakeClock:
 
     def __init__(self, monkeypatch):
         self.now = 0.0
-        monkeypatch.setattr("tritonbench_lab.timing.time.perf_counter", lambda: self.now)
+        monkeypatch.setattr("tritonbench_lab.measure.timing.time.perf_counter", lambda: self.now)
 
     def costing(self, seconds, log=None, name=""):
         def call():
@@ -187,7 +187,7 @@ def test_a_first_pass_row_comes_from_its_first_calls_when_cut_or_long_enough():
 
 
 def test_a_worker_cuts_only_against_a_long_leader_of_the_same_case():
-    from tritonbench_lab.worker import _Child
+    from tritonbench_lab.measure.worker import _Child
 
     child = _Child((), BenchOptions())
     first_pass = BenchOptions(rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
@@ -202,9 +202,9 @@ def test_a_worker_cuts_only_against_a_long_leader_of_the_same_case():
 def test_a_worker_keeps_the_last_few_cases_with_their_leaders(monkeypatch):
     """A sweep times several shapes in turn while its configs compile: going back to a
     shape keeps its inputs, its reference and its early cut's leader."""
-    from tritonbench_lab.cases import CASES_KEPT
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.worker import Task, _Child
+    from tritonbench_lab.measure.cases import CASES_KEPT
+    from tritonbench_lab.measure.worker import Task, _Child
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     spec = get_spec("add")
@@ -235,7 +235,7 @@ def test_a_case_that_does_not_fit_beside_the_kept_ones_is_made_again_alone(monke
     import torch
 
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.worker import Task, _Child
+    from tritonbench_lab.measure.worker import Task, _Child
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     real = get_spec("add")
@@ -275,9 +275,9 @@ def test_a_case_that_does_not_fit_beside_the_kept_ones_is_made_again_alone(monke
 
 
 def test_a_worker_keeps_the_fastest_uncut_first_pass_time_of_its_case(monkeypatch):
-    from tritonbench_lab import worker
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.timing import Timed
+    from tritonbench_lab.measure import worker
+    from tritonbench_lab.measure.timing import Timed
 
     spec = get_spec("add")
 
@@ -291,7 +291,7 @@ def test_a_worker_keeps_the_fastest_uncut_first_pass_time_of_its_case(monkeypatc
         p50, method = next(readings)
         return Timed(p50, p50, p50, method)
 
-    monkeypatch.setattr("tritonbench_lab.timing.time_call", scripted)  # worker imports it late
+    monkeypatch.setattr("tritonbench_lab.measure.timing.time_call", scripted)  # worker imports it late
     child = worker._Child((), BenchOptions())
     first_pass = BenchOptions(rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
     task = task_for(spec, spec.small_shapes[0], bench=first_pass)
@@ -336,7 +336,7 @@ def test_gpu_a_first_pass_config_far_slower_than_its_leader_is_cut_after_its_fir
 
 @pytest.mark.gpu
 def test_gpu_a_long_first_pass_kernel_gets_only_the_calls_that_fill_its_budget():
-    from tritonbench_lab.timing import ESTIMATE_CALLS, _capture_stream, _first_calls
+    from tritonbench_lab.measure.timing import ESTIMATE_CALLS, _capture_stream, _first_calls
 
     big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)  # ~1.5 ms an H200
     small = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)

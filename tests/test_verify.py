@@ -2,8 +2,8 @@
 
 import torch
 
+from tritonbench_lab.measure.verify import as_outputs, check, poison
 from tritonbench_lab.spec import Tolerance
-from tritonbench_lab.verify import as_outputs, check, poison
 
 TOL = Tolerance(atol=1e-3, rtol=1e-2)
 

@@ -42,6 +42,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from tritonbench_lab.data.records import TFLOPS, TORCH_OP, TRITON, parse_config_text
 from tritonbench_lab.kernels import add as _add
 from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels import layernorm as _layernorm
@@ -50,7 +51,6 @@ from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
 from tritonbench_lab.kernels import softmax as _softmax
-from tritonbench_lab.records import TFLOPS, TORCH_OP, TRITON, parse_config_text
 from tritonbench_lab.shapes import shape_sizes, shape_text
 from tritonbench_lab.spec import parse_dtype, triton_interpreting
 from tritonbench_lab.tuned import alignment_class, config_dir, current_gpu_slug, dtype_key, find

@@ -8,19 +8,17 @@ A sizes text is a comma-separated list of terms:
     4096x4096x1024  an explicit shape, one size per dimension (any number of them)
 
 Parsing is pure (it yields tuples of ints), so this module imports neither torch nor triton;
-`to_shapes` then maps those tuples onto one kernel's named dimensions.
+`Shape` names a tuple's sizes after a kernel's dimensions, and `to_shapes` maps parsed
+tuples onto one kernel's named dimensions.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from tritonbench_lab.errors import TlabError
-
-if TYPE_CHECKING:  # spec imports torch; only `to_shapes` needs Shape, and imports it late.
-    from tritonbench_lab.spec import Shape
 
 # A range may expand to at most this many sizes, and so may the whole text: a typo such as
 # 1-1000000:1 should fail at once rather than queue a million benchmarks.
@@ -52,6 +50,34 @@ def shape_sizes(text: str) -> tuple[int, ...]:
 def shape_text(sizes: Sequence[int]) -> str:
     """(4096, 4096, 1024) -> '4096x4096x1024': how shapes are stored and printed."""
     return "x".join(str(size) for size in sizes)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Named problem sizes, e.g. Shape.of(M=4096, N=4096, K=1024); prints as 4096x4096x1024."""
+
+    dims: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, **sizes: int) -> Shape:
+        return cls(tuple(sizes.items()))
+
+    def __getitem__(self, name: str) -> int:
+        for key, value in self.dims:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.dims)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple([v for _, v in self.dims])  # a list first: faster than a generator
+
+    def __str__(self) -> str:
+        return shape_text(self.sizes)
 
 
 def parse_sizes(text: str) -> list[tuple[int, ...]]:
@@ -139,8 +165,6 @@ def to_shapes(
     rows of n columns); a tuple with one size per dimension names them in order; any other
     length is a TlabError that says which forms the kernel takes.
     """
-    from tritonbench_lab.spec import Shape
-
     shapes: dict[Shape, None] = {}  # '4096' and '4096x4096x4096' may name the same shape
     for size in sizes:
         if len(size) == 1:

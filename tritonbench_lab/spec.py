@@ -25,11 +25,11 @@ from typing import Any
 
 import torch
 
-from tritonbench_lab import launching
+from tritonbench_lab.data.records import DTYPE_NAMES as NAMES
+from tritonbench_lab.data.records import GBPS, TFLOPS, dtype_name_of
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.records import DTYPE_NAMES as NAMES
-from tritonbench_lab.records import GBPS, TFLOPS, dtype_name_of
-from tritonbench_lab.shapes import shape_text
+from tritonbench_lab.runtime import launching
+from tritonbench_lab.shapes import Shape  # re-exported: kernel modules import Shape from here
 from tritonbench_lab.space import Config, Space
 
 # Names users type for dtypes, in the order tlab lists them.
@@ -57,34 +57,6 @@ def parse_dtype(text: str) -> torch.dtype:
 
 def dtype_name(dtype: torch.dtype) -> str:
     return DTYPE_NAMES[dtype]
-
-
-@dataclass(frozen=True)
-class Shape:
-    """Named problem sizes, e.g. Shape.of(M=4096, N=4096, K=1024); prints as 4096x4096x1024."""
-
-    dims: tuple[tuple[str, int], ...]
-
-    @classmethod
-    def of(cls, **sizes: int) -> Shape:
-        return cls(tuple(sizes.items()))
-
-    def __getitem__(self, name: str) -> int:
-        for key, value in self.dims:
-            if key == name:
-                return value
-        raise KeyError(name)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(k for k, _ in self.dims)
-
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        return tuple([v for _, v in self.dims])  # a list first: faster than a generator
-
-    def __str__(self) -> str:
-        return shape_text(self.sizes)
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonbench_lab import store
+from tritonbench_lab.data import store
+from tritonbench_lab.data.layout import INTERPRETER_SLUG, Layout, config_file_in, slugify
+from tritonbench_lab.data.records import Winner, dtype_name_of, parse_config_text
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.layout import INTERPRETER_SLUG, Layout, config_file_in, slugify
-from tritonbench_lab.records import Winner, dtype_name_of, parse_config_text
 from tritonbench_lab.shapes import shape_sizes
 
 CONFIG_DIR_ENV = "TLAB_CONFIG_DIR"

@@ -1,5 +1,5 @@
 """`tlab archive`: rows of older sources of each kernel moved out of its results file, into
-results/<gpu>/archive/<kernel>.csv.gz (tritonbench_lab/archive.py says what stays)."""
+results/<gpu>/archive/<kernel>.csv.gz (tritonbench_lab/data/archive.py says what stays)."""
 
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ def archive(
     header. Skipped rows, and every row of a shape whose winner would change without them,
     stay. Run it when no sweep is writing under ROOT."""
     prepare(None, kernel_module)
-    from tritonbench_lab.archive import archive_results
+    from tritonbench_lab.data.archive import archive_results
+    from tritonbench_lab.data.layout import CEILINGS, Layout
     from tritonbench_lab.kernels import get_spec, names
-    from tritonbench_lab.layout import CEILINGS, Layout
-    from tritonbench_lab.source import source_hash
+    from tritonbench_lab.measure.source import source_hash
 
     wanted = split_list(kernel)
     if wanted is not None:

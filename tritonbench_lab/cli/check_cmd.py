@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tritonbench_lab import children
 from tritonbench_lab.cli.options import (
     Dtypes,
     Interpret,
@@ -21,7 +20,8 @@ from tritonbench_lab.cli.options import (
     prepare,
     split_list,
 )
-from tritonbench_lab.retime import NOISE_FLOOR_MS
+from tritonbench_lab.gates.retime import NOISE_FLOOR_MS
+from tritonbench_lab.measure import children
 
 
 def check(
@@ -57,10 +57,10 @@ def check(
     matching GPU, not slower than recorded."""
     if interpret is not True and timing:  # first: the imports below start torch
         children.start_early()  # the timing workers' torch import runs beside this one's
-    from tritonbench_lab.check import run_check
     from tritonbench_lab.cli.tables import print_table
-    from tritonbench_lab.env import INTERPRETER, fingerprint
-    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.gates.check import run_check
+    from tritonbench_lab.measure.env import INTERPRETER, fingerprint
 
     dtypes = known_dtypes(dtype)  # a misspelt dtype is refused, not silently unmatched
     backend = prepare(interpret, kernel_module)

@@ -28,11 +28,11 @@ def compare(
 ) -> None:
     """Compare tuned winners across GPUs: throughput, % of each GPU's own ceiling, and how
     each GPU's winning config does on the others. Prints tables, draws a picture each."""
-    from tritonbench_lab.compare import compare as run_compare
-    from tritonbench_lab.compare import draw
-    from tritonbench_lab.layout import locate
-    from tritonbench_lab.records import parse_config_text
+    from tritonbench_lab.data.layout import locate
+    from tritonbench_lab.data.records import parse_config_text
     from tritonbench_lab.space import config_legend
+    from tritonbench_lab.views.compare import compare as run_compare
+    from tritonbench_lab.views.compare import draw
 
     if len(targets) < 2:
         raise TlabError("compare needs at least two results folders or GPU slugs")
@@ -62,7 +62,7 @@ def compare(
 
 
 def comparison_table(comparison) -> Table:
-    from tritonbench_lab.records import parse_config_text
+    from tritonbench_lab.data.records import parse_config_text
     from tritonbench_lab.space import config_short
 
     frame, moves = comparison.frame, comparison.portability

@@ -19,8 +19,8 @@ def compile_kernels(kernels: Kernels = None, kernel_modules: KernelModules = Non
     every dtype it takes.
     Catches what Triton's interpreter lets through (code the compiler refuses) on a machine
     without a GPU, e.g. in CI. Exit 1 when any config fails to compile."""
-    from tritonbench_lab.crosscompile import HOPPER_ARCH
     from tritonbench_lab.kernels import get_spec, load_kernel_module, names
+    from tritonbench_lab.measure.crosscompile import HOPPER_ARCH
 
     for path in kernel_modules or ():  # refused here, in one line, before the compile process
         load_kernel_module(path)
@@ -32,7 +32,7 @@ def compile_kernels(kernels: Kernels = None, kernel_modules: KernelModules = Non
         get_spec(name)
     # Triton must be imported with its interpreter off: a process of its own.
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    command = [sys.executable, "-m", "tritonbench_lab.crosscompile", str(HOPPER_ARCH), *chosen]
+    command = [sys.executable, "-m", "tritonbench_lab.measure.crosscompile", str(HOPPER_ARCH), *chosen]
     if kernel_modules:
         command += ["--kernel-module", *map(str, kernel_modules)]
     code = subprocess.run(command, env=env).returncode

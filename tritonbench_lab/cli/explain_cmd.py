@@ -30,8 +30,8 @@ def explain(
     """Show what tritonbench_lab.ops would call at SHAPE (tlab's kernel under which config, or
     the PyTorch op) on each GPU, called eagerly and, where that differs, in a CUDA graph, and
     the measurements the choice rests on. Default GPUs: every one with configs for KERNEL."""
+    from tritonbench_lab.data.layout import Layout
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.layout import Layout
     from tritonbench_lab.ops import explain as explain_choice
     from tritonbench_lab.shapes import shape_sizes
     from tritonbench_lab.tuned import config_dir

@@ -24,14 +24,14 @@ def export(
         "--format", help="autotune: a Python module of triton.Config lists per GPU and the "
         "autotune key; json: one JSON file per GPU keyed by dtype and shape; vllm: vLLM's "
         "layout, one file per GPU, dtype and fixed sizes keyed by the first size (M, rows), "
-        "read by tritonbench_lab.export.load_vllm_config.")] = Format.autotune,
+        "read by tritonbench_lab.views.export.load_vllm_config.")] = Format.autotune,
     out: Annotated[Path, typer.Option(
         "--out", help="Folder to write the exported files into.")] = Path("exported"),
     root: Root = Path("."),
 ) -> None:
     """Export KERNEL's committed winners for code that does not use tlab."""
-    from tritonbench_lab.export import write_export
-    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.views.export import write_export
 
     for path in write_export(Layout(root), kernel, format.value, out):
         Console().print(f"wrote {path}")

@@ -28,7 +28,7 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
     the configs files again with them. No GPU time is measured again: for winners confirmed
     before tlab timed host times, or after tlab's launch path changed. Winners tuned on
     another toolchain or kernel source are skipped and named. Needs a CUDA GPU."""
-    from tritonbench_lab.env import cuda_available
+    from tritonbench_lab.measure.env import cuda_available
 
     names = known_dtypes(dtype)
     chosen = split_list(kernels)
@@ -38,12 +38,12 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
     if not cuda_available():
         raise TlabError("tlab host-times times a GPU's host and needs CUDA; none is visible")
     backend = prepare(False, kernel_modules)
-    from tritonbench_lab.env import fingerprint
-    from tritonbench_lab.hosttimes import plan_kernel, time_kernel
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.gates.hosttimes import plan_kernel, time_kernel
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.layout import Layout
-    from tritonbench_lab.precompile import default_jobs, precompile
-    from tritonbench_lab.sweep import new_run_id
+    from tritonbench_lab.measure.env import fingerprint
+    from tritonbench_lab.measure.precompile import default_jobs, precompile
+    from tritonbench_lab.measure.sweep import new_run_id
 
     fp = fingerprint(backend)
     layout = Layout(root)

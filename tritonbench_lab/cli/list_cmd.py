@@ -11,7 +11,7 @@ from tritonbench_lab.cli.options import Interpret, KernelModules, prepare
 
 def describe_kernels(backend: str) -> list[dict[str, str]]:
     """One dict of printable fields per kernel; pruning uses the current GPU's limits."""
-    from tritonbench_lab.env import device_limits
+    from tritonbench_lab.measure.env import device_limits
 
     limits = device_limits(backend)
     from tritonbench_lab.kernels import all_specs

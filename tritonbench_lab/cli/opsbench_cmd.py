@@ -24,7 +24,7 @@ def ops_bench(
     Prints a Markdown table; needs a GPU."""
     import torch
 
-    from tritonbench_lab.opsbench import SHAPES, measure, report
+    from tritonbench_lab.gates.opsbench import SHAPES, measure, report
 
     wanted = split_list(kernel)
     cases = [c for c in SHAPES if not wanted or c[0] in wanted]

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from tritonbench_lab.records import DTYPE_NAMES, dtype_name_of
+from tritonbench_lab.data.records import DTYPE_NAMES, dtype_name_of
 
 
 def complete_kernels(incomplete: str) -> list[str]:
@@ -81,8 +81,8 @@ OldGpu = Annotated[str | None, typer.Option("--gpu", hidden=True, help="Old name
 def prepare(interpret: bool | None, kernel_modules: list[Path] | None) -> str:
     """Choose the backend, then load the user's kernel modules (which import triton, and
     triton reads the backend once, when first imported). Returns the backend."""
-    from tritonbench_lab.env import choose_backend
     from tritonbench_lab.kernels import load_kernel_module
+    from tritonbench_lab.measure.env import choose_backend
 
     backend = choose_backend(interpret)
     for path in kernel_modules or ():

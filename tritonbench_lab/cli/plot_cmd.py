@@ -27,7 +27,7 @@ Formats = Annotated[list[str] | None, typer.Option(
 
 
 def _formats(values: list[str] | None) -> tuple[str, ...]:
-    from tritonbench_lab.plots import FORMATS
+    from tritonbench_lab.views.plots import FORMATS
 
     chosen = split_list(values) or ["svg"]
     bad = [f for f in chosen if f not in FORMATS]
@@ -42,8 +42,8 @@ def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
     """Draw throughput-vs-size and config-landscape pictures per GPU, kernel and dtype, from
     stored results (deterministic: the same rows give the same files)."""
     from tritonbench_lab.kernels import default_config_text
-    from tritonbench_lab.plots import draw_target
-    from tritonbench_lab.series import targets
+    from tritonbench_lab.views.plots import draw_target
+    from tritonbench_lab.views.series import targets
 
     formats = _formats(format)
     found = targets(root, gpu_name or old_gpu, split_list(kernel), known_dtypes(dtype))
@@ -58,8 +58,8 @@ def report(gpu_name: GpuName = None, out: Out = Path("plots"), root: Root = Path
     """Write <out>/<gpu>/REPORT.md: winners, baselines, speed-ups and % of ceiling per
     kernel and dtype, linking the SVG pictures of `tlab plot`."""
     from tritonbench_lab.kernels import default_config_text
-    from tritonbench_lab.report import write_reports
-    from tritonbench_lab.series import targets
+    from tritonbench_lab.views.report import write_reports
+    from tritonbench_lab.views.series import targets
 
     for path in write_reports(targets(root, gpu_name or old_gpu), out, default_config_text):
         Console().print(f"wrote {path}")

@@ -15,10 +15,10 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tritonbench_lab.records import CONFIRM, CONTEND, OK, SKIPPED, SWEEP, Record
+from tritonbench_lab.data.records import CONFIRM, CONTEND, OK, SKIPPED, SWEEP, Record
+from tritonbench_lab.measure.sweep import SweepEvents
+from tritonbench_lab.measure.worker import Task
 from tritonbench_lab.space import config_short
-from tritonbench_lab.sweep import SweepEvents
-from tritonbench_lab.worker import Task
 
 VERBS = {SWEEP: "timing", CONTEND: "contender", CONFIRM: "confirming"}
 PHASE_NAMES = {SWEEP: "first pass", CONTEND: "contenders", CONFIRM: "confirmed"}

@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tritonbench_lab import children
 from tritonbench_lab.cli.options import (
     Dtypes,
     Interpret,
@@ -20,6 +19,7 @@ from tritonbench_lab.cli.options import (
     Root,
     prepare,
 )
+from tritonbench_lab.measure import children
 
 
 def _finite(value: float) -> float:
@@ -29,7 +29,7 @@ def _finite(value: float) -> float:
 
 
 def _budget(rep_ms: int):
-    from tritonbench_lab.timing import BenchOptions
+    from tritonbench_lab.measure.timing import BenchOptions
 
     return BenchOptions(warmup_ms=min(BenchOptions.warmup_ms, rep_ms), rep_ms=rep_ms)
 
@@ -39,7 +39,7 @@ def _first_pass_budget(rep_ms: int):
     call and its estimate calls run it before it is timed; a graph replayed for a 5 ms
     warm-up as well, where a small shape's config took 15-17 ms in all (H200, bf16
     1024^3 and 2048^3), and the GPU has been busy all along. Contenders get the full warm-up."""
-    from tritonbench_lab.timing import BenchOptions
+    from tritonbench_lab.measure.timing import BenchOptions
 
     return BenchOptions(warmup_ms=0, rep_ms=rep_ms)
 
@@ -146,12 +146,12 @@ def sweep(
         children.start_early()  # first: the imports below start torch; see the helper
     import dataclasses
 
-    from tritonbench_lab.devices import parse_gpus
     from tritonbench_lab.errors import TlabError
-    from tritonbench_lab.plan import build_request, check_request, parse_baselines
-    from tritonbench_lab.precompile import default_jobs
-    from tritonbench_lab.search import parse_search
-    from tritonbench_lab.worker import Timeouts
+    from tritonbench_lab.measure.devices import parse_gpus
+    from tritonbench_lab.measure.plan import build_request, check_request, parse_baselines
+    from tritonbench_lab.measure.precompile import default_jobs
+    from tritonbench_lab.measure.worker import Timeouts
+    from tritonbench_lab.search.strategies import parse_search
 
     prepare(interpret, kernel_module)
     strategy, budget = parse_search(search)
@@ -183,7 +183,7 @@ def sweep(
         console.print(f"Not timing {', '.join(opted_out)} (opt-in: it tunes itself for "
                       "seconds a shape); --baselines all adds it.")
     if not request.interpret:
-        from tritonbench_lab.env import bytecode_note
+        from tritonbench_lab.measure.env import bytecode_note
 
         note = bytecode_note()
         if note:
@@ -198,14 +198,14 @@ def _nothing_measured_yet(root: Path, kernel: str) -> bool:
     tells this GPU's folder and the plan). Elsewhere it starts only once the plan finds work:
     its imports beside the command's made a re-run with nothing to measure 1-2.5 s slower
     (H200)."""
-    from tritonbench_lab.layout import Layout
+    from tritonbench_lab.data.layout import Layout
 
     layout = Layout(root)
     return not any(layout.results_file(slug, kernel).exists() for slug in layout.gpu_slugs())
 
 
 def _say_interpreter(request, console: Console, given: bool) -> None:
-    from tritonbench_lab.plan import estimated_total_seconds, plan
+    from tritonbench_lab.measure.plan import estimated_total_seconds, plan
 
     seconds = estimated_total_seconds(request, plan(request))
     estimate = f" (about {seconds / 60:.0f} min if nothing was measured before)" \
@@ -217,7 +217,7 @@ def _say_interpreter(request, console: Console, given: bool) -> None:
 
 def _run_with_progress(request, console: Console):
     from tritonbench_lab.cli.progress import SweepProgress
-    from tritonbench_lab.sweep import run_sweep
+    from tritonbench_lab.measure.sweep import run_sweep
 
     progress = SweepProgress(request.spec.name, console)
     try:
@@ -231,7 +231,7 @@ def _run_with_progress(request, console: Console):
     if result.already_done:
         console.print(f"{result.already_done} task(s) already measured in "
                       f"{result.results_file} were skipped (use --fresh to measure again).")
-    from tritonbench_lab.records import CONTEND
+    from tritonbench_lab.data.records import CONTEND
 
     mine = [r for r in result.records if r.run_id == result.run_id]
     contended = sum(r.phase == CONTEND for r in mine)
@@ -252,13 +252,13 @@ CONFIG_WIDTH = 28  # columns of the winner's config before it folds onto the nex
 
 
 def print_summary(result, request, console: Console) -> None:
-    from tritonbench_lab.calibrate import ceiling_for, ceilings_in_force, traffic_of
     from tritonbench_lab.cli.tables import print_table
+    from tritonbench_lab.data.ceilings import ceiling_for, ceilings_in_force, traffic_of
+    from tritonbench_lab.data.records import parse_config_text
+    from tritonbench_lab.data.winners import shape_results, winner_of
     from tritonbench_lab.ops import eager_speedup
-    from tritonbench_lab.records import parse_config_text
     from tritonbench_lab.space import config_legend, config_short
     from tritonbench_lab.spec import dtype_name
-    from tritonbench_lab.winners import shape_results, winner_of
 
     ceilings = ceilings_in_force(request.layout.ceilings_file(request.fingerprint.gpu_slug))
     wanted = {(dtype_name(d), str(s)) for d in request.dtypes for s in request.shapes}

@@ -17,8 +17,8 @@ def targets(gpu_name: GpuName = None, root: Root = Path(".")) -> None:
     """Print, as Markdown, whether the winners under ROOT/configs/ meet tlab's speed targets:
     matmul within 10% of torch.matmul at 2048-8192, row kernels at 0.85 of a copy of their
     bytes where they move at least 64 MB."""
-    from tritonbench_lab.layout import INTERPRETER_SLUG, Layout
-    from tritonbench_lab.targets import targets_report
+    from tritonbench_lab.data.layout import INTERPRETER_SLUG, Layout
+    from tritonbench_lab.views.targets import targets_report
 
     layout = Layout(root)
     tuned = sorted({p.parent.name for p in layout.config_files()} - {INTERPRETER_SLUG})
