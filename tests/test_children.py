@@ -34,7 +34,7 @@ def _in_a_fresh_process(body: str) -> str:
     """Run `body` where no server has run yet and "a GPU is likely"; its stdout. (Here, a
     server killed under other tests' finished children makes multiprocessing warn.)"""
     script = ("import os, sys, time\n"
-              "from tritonbench_lab import children\n"
+              "from tritonbench_lab.measure import children\n"
               "children._GPU_NODES = ('/',)\n"
               "server = children.multiprocessing.forkserver._forkserver\n"
               "def alive(pid):\n"
@@ -129,7 +129,7 @@ def _early_start_seen(argv: list[str]) -> list[str]:
     out), or [] if it did not; "a GPU is likely here"."""
     script = (
         "import sys, multiprocessing.forkserver as server\n"
-        "from tritonbench_lab import children\n"
+        "from tritonbench_lab.measure import children\n"
         "children._GPU_NODES = ('/',)\n"
         "server.ensure_running = lambda: print('torch imported:', 'torch' in sys.modules)\n"
         "from tritonbench_lab.cli import main\n"

@@ -262,6 +262,7 @@ def compile_baseline(fn: Callable[[Inputs], Any],
     def run(inputs: Inputs) -> Any:
         nonlocal compiled
         if compiled is None:
+            # late: torch.compile's machinery loads only when a compiled baseline first runs
             import torch._dynamo.config as dynamo_config
 
             # Newer torch renamed the knobs; set whichever name this version has.
@@ -283,6 +284,7 @@ def triton_max_autotune() -> dict:
     """Inductor options of torch.compile(mode="max-autotune-no-cudagraphs") with only Triton
     templates to choose from (no cuBLAS): for baselines of what Triton reaches when PyTorch
     tunes it. GPU only: on a CPU Inductor has no Triton templates (gpu_only_baselines)."""
+    # late: torch.compile's machinery loads only when a compiled baseline first runs
     from torch._inductor import list_mode_options
 
     return {**list_mode_options("max-autotune-no-cudagraphs"), "max_autotune_gemm_backends": "TRITON"}

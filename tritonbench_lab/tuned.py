@@ -108,6 +108,7 @@ def nearest_row(rows: list[Winner], sizes: tuple[int, ...],
 
 def near_sizes_of(kernel: str):
     """The registered kernel's near_sizes (None for a kernel that is not registered)."""
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
 
     try:
@@ -119,6 +120,7 @@ def near_sizes_of(kernel: str):
 def current_gpu_slug(device=None) -> str:
     """The slug of `device` (a CUDA device or index; the current one when None), or
     'interpreter' without CUDA."""
+    # late: `tlab --help` imports no torch
     import torch
 
     if not torch.cuda.is_available():
@@ -132,6 +134,7 @@ def current_gpu_slug(device=None) -> str:
 
 
 def kernel_dims(kernel: str) -> tuple[str, ...]:
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
 
     return tuple(get_spec(kernel).dims)
@@ -210,6 +213,7 @@ def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int
         warnings.warn(f"tlab: {found.path} {why}; using {kernel}'s default config", stacklevel=2)
     if default is not None:
         return dict(default)
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
 
     return dict(get_spec(kernel).space.default)

@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from tritonbench_lab.cli.options import KernelModules, Kernels, Root, prepare, split_list
+from tritonbench_lab.data.archive import archive_results
+from tritonbench_lab.data.layout import CEILINGS, Layout
 from tritonbench_lab.errors import TlabError
 
 
@@ -28,8 +30,7 @@ def archive(
     header. Skipped rows, and every row of a shape whose winner would change without them,
     stay. Run it when no sweep is writing under ROOT."""
     prepare(None, kernel_module)
-    from tritonbench_lab.data.archive import archive_results
-    from tritonbench_lab.data.layout import CEILINGS, Layout
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec, names
     from tritonbench_lab.measure.source import source_hash
 

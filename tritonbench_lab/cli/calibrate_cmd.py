@@ -12,7 +12,13 @@ from rich.table import Table
 
 from tritonbench_lab.cli.options import Dtypes, OldOut, Root, known_dtypes
 from tritonbench_lab.cli.tables import print_table
+from tritonbench_lab.data.ceilings import append_ceilings
+from tritonbench_lab.data.layout import Layout
+from tritonbench_lab.data.records import Ceiling
+from tritonbench_lab.data.store import check_appendable
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.measure.env import choose_backend, cuda_available, fingerprint
+from tritonbench_lab.measure.timing import BenchOptions
 
 
 def calibrate(
@@ -25,22 +31,17 @@ def calibrate(
     """Measure the copy bandwidth of this GPU (a 4 GiB copy, and copies of 16 MiB to 2 GiB
     that GB/s kernels are judged against at their own size) and torch.matmul TFLOP/s per
     dtype (--dtype: those; default all); store them under ROOT/results/<gpu>/."""
-    from tritonbench_lab.measure.env import choose_backend, cuda_available, fingerprint
 
     names = known_dtypes(dtype) or ["bf16", "fp16", "fp32"]
     if not cuda_available():
         raise TlabError("tlab calibrate measures a GPU and needs CUDA; none is visible")
     backend = choose_backend(False)
-    from tritonbench_lab.data.ceilings import append_ceilings
-    from tritonbench_lab.data.layout import Layout
-    from tritonbench_lab.data.store import check_appendable
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.measure.calibrate import measure
-    from tritonbench_lab.measure.timing import BenchOptions
     from tritonbench_lab.spec import parse_dtype
 
     fp = fingerprint(backend)
     path = Layout(old_out or root).ceilings_file(fp.gpu_slug)
-    from tritonbench_lab.data.records import Ceiling
 
     check_appendable(path, Ceiling)
     rows = measure(fp, BenchOptions(rep_ms=rep_ms), [parse_dtype(d) for d in names])

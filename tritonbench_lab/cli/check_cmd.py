@@ -20,8 +20,11 @@ from tritonbench_lab.cli.options import (
     prepare,
     split_list,
 )
+from tritonbench_lab.cli.tables import print_table
+from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.gates.retime import NOISE_FLOOR_MS
 from tritonbench_lab.measure import children
+from tritonbench_lab.measure.env import INTERPRETER, fingerprint
 
 
 def check(
@@ -57,10 +60,8 @@ def check(
     matching GPU, not slower than recorded."""
     if interpret is not True and timing:  # first: the imports below start torch
         children.start_early()  # the timing workers' torch import runs beside this one's
-    from tritonbench_lab.cli.tables import print_table
-    from tritonbench_lab.data.layout import Layout
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.gates.check import run_check
-    from tritonbench_lab.measure.env import INTERPRETER, fingerprint
 
     dtypes = known_dtypes(dtype)  # a misspelt dtype is refused, not silently unmatched
     backend = prepare(interpret, kernel_module)

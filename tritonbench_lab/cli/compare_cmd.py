@@ -13,7 +13,10 @@ from rich.table import Table
 
 from tritonbench_lab.cli.options import Dtypes, Kernels, Root, known_dtypes, split_list
 from tritonbench_lab.cli.tables import print_table
+from tritonbench_lab.data.layout import locate
+from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.space import config_legend, config_short
 
 
 def compare(
@@ -28,9 +31,7 @@ def compare(
 ) -> None:
     """Compare tuned winners across GPUs: throughput, % of each GPU's own ceiling, and how
     each GPU's winning config does on the others. Prints tables, draws a picture each."""
-    from tritonbench_lab.data.layout import locate
-    from tritonbench_lab.data.records import parse_config_text
-    from tritonbench_lab.space import config_legend
+    # late: `tlab --help` imports no pandas or matplotlib
     from tritonbench_lab.views.compare import compare as run_compare
     from tritonbench_lab.views.compare import draw
 
@@ -62,9 +63,6 @@ def compare(
 
 
 def comparison_table(comparison) -> Table:
-    from tritonbench_lab.data.records import parse_config_text
-    from tritonbench_lab.space import config_short
-
     frame, moves = comparison.frame, comparison.portability
     metric = frame["metric"].iloc[0]
     table = Table(title=f"{comparison.kernel} {comparison.dtype}: tuned Triton winner per "

@@ -19,6 +19,7 @@ def compile_kernels(kernels: Kernels = None, kernel_modules: KernelModules = Non
     every dtype it takes.
     Catches what Triton's interpreter lets through (code the compiler refuses) on a machine
     without a GPU, e.g. in CI. Exit 1 when any config fails to compile."""
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec, load_kernel_module, names
     from tritonbench_lab.measure.crosscompile import HOPPER_ARCH
 

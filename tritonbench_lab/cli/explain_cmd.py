@@ -8,7 +8,10 @@ from typing import Annotated
 import typer
 
 from tritonbench_lab.cli.options import Dtypes, KernelName, known_dtypes
+from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.shapes import shape_sizes
+from tritonbench_lab.tuned import config_dir
 
 
 def explain(
@@ -30,11 +33,9 @@ def explain(
     """Show what tritonbench_lab.ops would call at SHAPE (tlab's kernel under which config, or
     the PyTorch op) on each GPU, called eagerly and, where that differs, in a CUDA graph, and
     the measurements the choice rests on. Default GPUs: every one with configs for KERNEL."""
-    from tritonbench_lab.data.layout import Layout
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.ops import explain as explain_choice
-    from tritonbench_lab.shapes import shape_sizes
-    from tritonbench_lab.tuned import config_dir
 
     spec = get_spec(kernel)
     try:
@@ -65,6 +66,7 @@ def explain(
 
 
 def _dtype_names(spec) -> list[str]:
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.spec import dtype_name
 
     return [dtype_name(d) for d in spec.dtypes]

@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 
 from tritonbench_lab.cli.options import KernelName, Root
+from tritonbench_lab.data.layout import Layout
+from tritonbench_lab.views.export import write_export
 
 
 class Format(str, enum.Enum):
@@ -30,9 +32,6 @@ def export(
     root: Root = Path("."),
 ) -> None:
     """Export KERNEL's committed winners for code that does not use tlab."""
-    from tritonbench_lab.data.layout import Layout
-    from tritonbench_lab.views.export import write_export
-
     for path in write_export(Layout(root), kernel, format.value, out):
         Console().print(f"wrote {path}")
 

@@ -17,7 +17,10 @@ from tritonbench_lab.cli.options import (
     prepare,
     split_list,
 )
+from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.measure.env import cuda_available, fingerprint
+from tritonbench_lab.measure.precompile import default_jobs, precompile
 
 
 def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = None,
@@ -28,8 +31,6 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
     the configs files again with them. No GPU time is measured again: for winners confirmed
     before tlab timed host times, or after tlab's launch path changed. Winners tuned on
     another toolchain or kernel source are skipped and named. Needs a CUDA GPU."""
-    from tritonbench_lab.measure.env import cuda_available
-
     names = known_dtypes(dtype)
     chosen = split_list(kernels)
     if chosen == []:
@@ -38,11 +39,9 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
     if not cuda_available():
         raise TlabError("tlab host-times times a GPU's host and needs CUDA; none is visible")
     backend = prepare(False, kernel_modules)
-    from tritonbench_lab.data.layout import Layout
+    # late: `tlab --help` imports no torch, and triton only after `prepare`
     from tritonbench_lab.gates.hosttimes import plan_kernel, time_kernel
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.measure.env import fingerprint
-    from tritonbench_lab.measure.precompile import default_jobs, precompile
     from tritonbench_lab.measure.sweep import new_run_id
 
     fp = fingerprint(backend)

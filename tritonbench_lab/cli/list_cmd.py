@@ -7,13 +7,13 @@ from rich.console import Console
 from rich.table import Table
 
 from tritonbench_lab.cli.options import Interpret, KernelModules, prepare
+from tritonbench_lab.measure.env import device_limits
 
 
 def describe_kernels(backend: str) -> list[dict[str, str]]:
     """One dict of printable fields per kernel; pruning uses the current GPU's limits."""
-    from tritonbench_lab.measure.env import device_limits
-
     limits = device_limits(backend)
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import all_specs
     from tritonbench_lab.spec import dtype_name
 

@@ -22,9 +22,9 @@ def ops_bench(
     on shapes no default sweep tunes (opsbench.SHAPES): correctness against float64, GPU time
     (do_bench with the L2 flushed, and CUDA-graph replay) and the host time ops adds per call.
     Prints a Markdown table; needs a GPU."""
-    import torch
+    import torch  # late: `tlab --help` imports no torch
 
-    from tritonbench_lab.gates.opsbench import SHAPES, measure, report
+    from tritonbench_lab.gates.opsbench import SHAPES, measure, report  # late: the same
 
     wanted = split_list(kernel)
     cases = [c for c in SHAPES if not wanted or c[0] in wanted]

@@ -17,9 +17,12 @@ from typing import Annotated
 import typer
 
 from tritonbench_lab.data.records import DTYPE_NAMES, dtype_name_of
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.measure.env import choose_backend
 
 
 def complete_kernels(incomplete: str) -> list[str]:
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import names
 
     return [n for n in names() if n.startswith(incomplete)]
@@ -81,8 +84,8 @@ OldGpu = Annotated[str | None, typer.Option("--gpu", hidden=True, help="Old name
 def prepare(interpret: bool | None, kernel_modules: list[Path] | None) -> str:
     """Choose the backend, then load the user's kernel modules (which import triton, and
     triton reads the backend once, when first imported). Returns the backend."""
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import load_kernel_module
-    from tritonbench_lab.measure.env import choose_backend
 
     backend = choose_backend(interpret)
     for path in kernel_modules or ():
@@ -95,7 +98,6 @@ def known_dtypes(values: list[str] | None) -> list[str] | None:
     names = split_list(values)
     if names is None:
         return None
-    from tritonbench_lab.errors import TlabError
 
     if not names:
         raise TlabError(f"no dtypes in --dtype {','.join(values)!r}: accepted are "

@@ -27,6 +27,7 @@ Formats = Annotated[list[str] | None, typer.Option(
 
 
 def _formats(values: list[str] | None) -> tuple[str, ...]:
+    # late: `tlab --help` imports no pandas or matplotlib
     from tritonbench_lab.views.plots import FORMATS
 
     chosen = split_list(values) or ["svg"]
@@ -41,6 +42,7 @@ def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
          old_gpu: OldGpu = None) -> None:
     """Draw throughput-vs-size and config-landscape pictures per GPU, kernel and dtype, from
     stored results (deterministic: the same rows give the same files)."""
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import default_config_text
     from tritonbench_lab.views.plots import draw_target
     from tritonbench_lab.views.series import targets
@@ -57,6 +59,7 @@ def report(gpu_name: GpuName = None, out: Out = Path("plots"), root: Root = Path
            old_gpu: OldGpu = None) -> None:
     """Write <out>/<gpu>/REPORT.md: winners, baselines, speed-ups and % of ceiling per
     kernel and dtype, linking the SVG pictures of `tlab plot`."""
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import default_config_text
     from tritonbench_lab.views.report import write_reports
     from tritonbench_lab.views.series import targets

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Annotated
@@ -19,7 +20,20 @@ from tritonbench_lab.cli.options import (
     Root,
     prepare,
 )
+from tritonbench_lab.cli.tables import print_table
+from tritonbench_lab.data.ceilings import ceiling_for, ceilings_in_force, traffic_of
+from tritonbench_lab.data.layout import Layout
+from tritonbench_lab.data.records import CONTEND, parse_config_text
+from tritonbench_lab.data.winners import shape_results, winner_of
+from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measure import children
+from tritonbench_lab.measure.devices import parse_gpus
+from tritonbench_lab.measure.env import bytecode_note
+from tritonbench_lab.measure.precompile import default_jobs
+from tritonbench_lab.measure.timing import BenchOptions
+from tritonbench_lab.measure.worker import Timeouts
+from tritonbench_lab.search.strategies import parse_search
+from tritonbench_lab.space import config_legend, config_short
 
 
 def _finite(value: float) -> float:
@@ -29,8 +43,6 @@ def _finite(value: float) -> float:
 
 
 def _budget(rep_ms: int):
-    from tritonbench_lab.measure.timing import BenchOptions
-
     return BenchOptions(warmup_ms=min(BenchOptions.warmup_ms, rep_ms), rep_ms=rep_ms)
 
 
@@ -39,7 +51,6 @@ def _first_pass_budget(rep_ms: int):
     call and its estimate calls run it before it is timed; a graph replayed for a 5 ms
     warm-up as well, where a small shape's config took 15-17 ms in all (H200, bf16
     1024^3 and 2048^3), and the GPU has been busy all along. Contenders get the full warm-up."""
-    from tritonbench_lab.measure.timing import BenchOptions
 
     return BenchOptions(warmup_ms=0, rep_ms=rep_ms)
 
@@ -144,14 +155,9 @@ def sweep(
     if interpret is not True and backend == "local" and (
             fresh or _nothing_measured_yet(old_out or root, kernel)):
         children.start_early()  # first: the imports below start torch; see the helper
-    import dataclasses
 
-    from tritonbench_lab.errors import TlabError
-    from tritonbench_lab.measure.devices import parse_gpus
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.measure.plan import build_request, check_request, parse_baselines
-    from tritonbench_lab.measure.precompile import default_jobs
-    from tritonbench_lab.measure.worker import Timeouts
-    from tritonbench_lab.search.strategies import parse_search
 
     prepare(interpret, kernel_module)
     strategy, budget = parse_search(search)
@@ -183,8 +189,6 @@ def sweep(
         console.print(f"Not timing {', '.join(opted_out)} (opt-in: it tunes itself for "
                       "seconds a shape); --baselines all adds it.")
     if not request.interpret:
-        from tritonbench_lab.measure.env import bytecode_note
-
         note = bytecode_note()
         if note:
             console.print(note)
@@ -198,13 +202,13 @@ def _nothing_measured_yet(root: Path, kernel: str) -> bool:
     tells this GPU's folder and the plan). Elsewhere it starts only once the plan finds work:
     its imports beside the command's made a re-run with nothing to measure 1-2.5 s slower
     (H200)."""
-    from tritonbench_lab.data.layout import Layout
 
     layout = Layout(root)
     return not any(layout.results_file(slug, kernel).exists() for slug in layout.gpu_slugs())
 
 
 def _say_interpreter(request, console: Console, given: bool) -> None:
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.measure.plan import estimated_total_seconds, plan
 
     seconds = estimated_total_seconds(request, plan(request))
@@ -216,6 +220,7 @@ def _say_interpreter(request, console: Console, given: bool) -> None:
 
 
 def _run_with_progress(request, console: Console):
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.cli.progress import SweepProgress
     from tritonbench_lab.measure.sweep import run_sweep
 
@@ -231,7 +236,6 @@ def _run_with_progress(request, console: Console):
     if result.already_done:
         console.print(f"{result.already_done} task(s) already measured in "
                       f"{result.results_file} were skipped (use --fresh to measure again).")
-    from tritonbench_lab.data.records import CONTEND
 
     mine = [r for r in result.records if r.run_id == result.run_id]
     contended = sum(r.phase == CONTEND for r in mine)
@@ -252,12 +256,8 @@ CONFIG_WIDTH = 28  # columns of the winner's config before it folds onto the nex
 
 
 def print_summary(result, request, console: Console) -> None:
-    from tritonbench_lab.cli.tables import print_table
-    from tritonbench_lab.data.ceilings import ceiling_for, ceilings_in_force, traffic_of
-    from tritonbench_lab.data.records import parse_config_text
-    from tritonbench_lab.data.winners import shape_results, winner_of
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.ops import eager_speedup
-    from tritonbench_lab.space import config_legend, config_short
     from tritonbench_lab.spec import dtype_name
 
     ceilings = ceilings_in_force(request.layout.ceilings_file(request.fingerprint.gpu_slug))

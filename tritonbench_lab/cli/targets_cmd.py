@@ -8,7 +8,9 @@ from pathlib import Path
 import typer
 
 from tritonbench_lab.cli.options import GpuName, Root
+from tritonbench_lab.data.layout import INTERPRETER_SLUG, Layout
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.views.targets import targets_report
 
 NOT_JUDGED = "the interpreter's are not judged: its times are not GPU numbers"
 
@@ -17,8 +19,6 @@ def targets(gpu_name: GpuName = None, root: Root = Path(".")) -> None:
     """Print, as Markdown, whether the winners under ROOT/configs/ meet tlab's speed targets:
     matmul within 10% of torch.matmul at 2048-8192, row kernels at 0.85 of a copy of their
     bytes where they move at least 64 MB."""
-    from tritonbench_lab.data.layout import INTERPRETER_SLUG, Layout
-    from tritonbench_lab.views.targets import targets_report
 
     layout = Layout(root)
     tuned = sorted({p.parent.name for p in layout.config_files()} - {INTERPRETER_SLUG})

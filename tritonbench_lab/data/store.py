@@ -142,6 +142,7 @@ def load_host_times(path: Path) -> list[HostTime]:
 def read_results(path: Path):
     """A results file as a pandas DataFrame, one column per Record field with its type:
     text as strings (`cuda` too), times and rates as float64, integers as Int64."""
+    # late: `tlab --help` imports no pandas or matplotlib
     import pandas as pd
 
     rows = load_records(path)

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from tritonbench_lab.data.layout import host_times_beside
 from tritonbench_lab.data.records import (
     OK,
     TORCH_OP,
@@ -42,6 +43,7 @@ from tritonbench_lab.data.records import (
     newest_toolchain,
     standing,
 )
+from tritonbench_lab.data.store import load_host_times, load_records
 from tritonbench_lab.shapes import shape_sizes
 
 
@@ -150,8 +152,6 @@ def winner_of(result: ShapeResult, host: list[HostTime] = ()) -> Winner | None:
 def winners_from_files(results_file) -> tuple[list[Record], list[Winner]]:
     """A kernel's rows and the winners they pick, its host-times file's rows taken in
     (layout.host_times_beside): what a configs file must hold."""
-    from tritonbench_lab.data.layout import host_times_beside
-    from tritonbench_lab.data.store import load_host_times, load_records
 
     rows = load_records(results_file)
     return rows, pick_winners(rows, load_host_times(host_times_beside(results_file)))

@@ -32,9 +32,16 @@ from tritonbench_lab.data.records import (
 from tritonbench_lab.data.store import ADDED_COLUMNS, older_layout, read_text
 from tritonbench_lab.data.winners import winners_from_files
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.gates.regret import regret_of_file
+from tritonbench_lab.gates.retime import retime
+from tritonbench_lab.kernels import get_spec
+from tritonbench_lab.measure.env import INTERPRETER
+from tritonbench_lab.measure.precompile import Job, default_jobs, precompile
 from tritonbench_lab.measure.source import source_hash
+from tritonbench_lab.measure.verify import check, poison
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import config_text
+from tritonbench_lab.spec import dtype_name, parse_dtype
 
 ERROR = "error"
 STALE = "stale"
@@ -109,8 +116,6 @@ def read_rows(path: Path) -> tuple[list[Problem], list[tuple[int, Winner]]]:
 def validate(path: Path, rows: list[tuple[int, Winner]], spec, triton_version: str
              ) -> tuple[list[Problem], list[tuple[int, Winner]]]:
     """Content problems; the valid rows with their configs completed (Space.added)."""
-    from tritonbench_lab.spec import parse_dtype
-
     problems, valid = [], []
     for number, w in rows:
         found = []
@@ -211,9 +216,6 @@ def verify_shape(spec, config):
 def run_configs(path: Path, rows: list[tuple[int, Winner]], device: str) -> list[Problem]:
     """Each distinct config must compute the right result at a small shape (verify_shape),
     in the row's dtype, or (where the interpreter cannot run that dtype) in another one."""
-    from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.measure.verify import check, poison
-    from tritonbench_lab.spec import dtype_name, parse_dtype
 
     problems, seen = [], set()
     for number, w in rows:
@@ -245,8 +247,6 @@ def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] |
               repeats: int = 4, gpu: str | None = None) -> CheckReport:
     """Check every configs file under `layout` (or those of `kernels`, of the GPU folder
     `gpu`), rows of `dtypes`."""
-    from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.measure.env import INTERPRETER
 
     files = layout.config_files(kernels)
     which = f" for kernel(s) {', '.join(kernels)}" if kernels else ""
@@ -281,12 +281,9 @@ def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] |
         report.problems += run_configs(path, report.rows, device)
         mine = path.parent.name == fingerprint.gpu_slug
         if regret and mine and report.rows:
-            from tritonbench_lab.gates.regret import regret_of_file
-
             report.regrets = regret_of_file(layout, path, report.rows, kernel_modules)
     if timing and device == "cuda":
         mine = [r for r in reports if r.path.parent.name == fingerprint.gpu_slug]
-        from tritonbench_lab.gates.retime import retime
 
         timed = retime([(r.path, n, w) for r in mine for n, w in r.rows], tolerance,
                        kernel_modules, repeats)
@@ -304,8 +301,6 @@ def compile_ahead(files: list[Path], kernel_modules: tuple[str, ...],
     shape in the files of `timed_gpu`, which it times) in a pool of processes, as a sweep
     does, so that a cold Triton cache costs seconds, not a minute of compiles one after
     another (the first check on a fresh H200 timed out at 100 s)."""
-    from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.measure.precompile import Job, default_jobs, precompile
 
     jobs = []
     for path in files:

@@ -27,9 +27,19 @@ import datetime
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import torch
+
 from tritonbench_lab.data.records import TORCH_OP, TRITON, HostTime, Winner, parse_config_text
+from tritonbench_lab.data.store import append_rows, check_appendable, load_winners, write_table
+from tritonbench_lab.data.winners import winners_from_files
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.measure.precompile import Job
+from tritonbench_lab.measure.source import source_hash
+from tritonbench_lab.measure.timing import HOST_CALLS, HOST_ROUND_MS, host_times
+from tritonbench_lab.runtime import launching
 from tritonbench_lab.shapes import shape_sizes
+from tritonbench_lab.spec import parse_dtype
+from tritonbench_lab.tuned import check_round_trip
 
 
 @dataclass(frozen=True)
@@ -66,11 +76,6 @@ def to_time(winners: Iterable[Winner], toolchain: tuple[str, str, str], source: 
 
 def time_winner(spec, winner: Winner, device: str, seed: int = 0) -> Timed:
     """The host's part of one call of the winner and of the PyTorch op, in turns."""
-    import torch
-
-    from tritonbench_lab.measure.timing import HOST_CALLS, HOST_ROUND_MS, host_times
-    from tritonbench_lab.spec import parse_dtype
-
     shape = spec.shape(*shape_sizes(winner.shape))
     inputs = spec.make_inputs(shape, parse_dtype(winner.dtype), device, seed)
     outputs = spec.allocate_outputs(inputs)
@@ -128,8 +133,6 @@ class KernelPlan:
 
     def jobs(self) -> list:
         """The winners' configs at their shapes, for the compile pool (precompile.py)."""
-        from tritonbench_lab.measure.precompile import Job
-
         return [Job(w.kernel, shape_sizes(w.shape), w.dtype, 0,
                     self.spec.space.complete(parse_config_text(w.config))) for w in self.todo]
 
@@ -139,9 +142,6 @@ def plan_kernel(spec, layout, fingerprint, dtypes: Iterable[str] | None,
     """Which winners of one kernel can be timed here (to_time; the others named through
     `note`). A TlabError, before anything is timed, when the configs file is not what its
     results pick."""
-    from tritonbench_lab.data.store import check_appendable, load_winners
-    from tritonbench_lab.data.winners import winners_from_files
-    from tritonbench_lab.measure.source import source_hash
 
     slug = fingerprint.gpu_slug
     configs_file = layout.configs_file(slug, spec.name)
@@ -164,10 +164,6 @@ def time_kernel(plan: KernelPlan, layout, fingerprint, device: str,
                 note: Callable[[str], None], run_id: str) -> int:
     """Time the plan's winners, record each pair as it is timed, then write the kernel's
     configs file again. Returns how many were timed."""
-    from tritonbench_lab.data.store import append_rows, write_table
-    from tritonbench_lab.data.winners import winners_from_files
-    from tritonbench_lab.runtime import launching
-    from tritonbench_lab.tuned import check_round_trip
 
     if not plan.todo:
         return 0

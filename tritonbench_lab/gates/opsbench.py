@@ -14,6 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+import torch.nn.functional as F
+import triton.testing
+
+from tritonbench_lab import ops
+from tritonbench_lab.kernels import get_spec
+from tritonbench_lab.kernels.rope import rotate_half_rope
+from tritonbench_lab.measure.timing import host_times
+from tritonbench_lab.measure.verify import as_outputs, check
+from tritonbench_lab.spec import parse_dtype
+
 # (kernel, dtype, shape): sizes no default shape has, of every alignment class, from one row
 # or token to 65,536; the classes of "Real shapes, real calls".
 SHAPES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
@@ -92,11 +103,6 @@ class OpsRow:
 
 def _calls(kernel: str, inputs: dict):
     """(ops call, PyTorch op call, sizes, the arguments ops hands its bound launcher)."""
-    import torch
-    import torch.nn.functional as F
-
-    from tritonbench_lab import ops
-
     if kernel == "matmul":
         a, b = inputs["a"], inputs["b"]
         sizes = (a.shape[0], b.shape[1], a.shape[1])
@@ -114,8 +120,6 @@ def _calls(kernel: str, inputs: dict):
         return ((lambda: ops.layernorm(x, w, b, eps)),
                 (lambda: F.layer_norm(x, (x.shape[1],), w, b, eps)), tuple(x.shape), (x, w, b, eps))
     if kernel == "rope":
-        from tritonbench_lab.kernels.rope import rotate_half_rope
-
         q, k, cos, sin = inputs["q"], inputs["k"], inputs["cos"], inputs["sin"]
         return ((lambda: ops.rope(q, k, cos, sin)), (lambda: rotate_half_rope(q, k, cos, sin)),
                 tuple(q.shape), (q, k, cos, sin))
@@ -138,7 +142,6 @@ def _calls(kernel: str, inputs: dict):
 def make_inputs(kernel: str, sizes: tuple[int, ...], dtype, device: str, seed: int) -> dict:
     """The kernel's inputs at sizes; rope's fifth size is k's heads where k has fewer than q
     (k: the first heads of its slice of the fused qkv, a strided view as a model has it)."""
-    from tritonbench_lab.kernels import get_spec
 
     spec = get_spec(kernel)
     inputs = spec.make_inputs(spec.shape(*sizes[:len(spec.dims)]), dtype, device, seed)
@@ -148,15 +151,6 @@ def make_inputs(kernel: str, sizes: tuple[int, ...], dtype, device: str, seed: i
 
 
 def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0) -> OpsRow:
-    import torch
-    import triton.testing
-
-    from tritonbench_lab import ops
-    from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.measure.timing import host_times
-    from tritonbench_lab.measure.verify import as_outputs, check
-    from tritonbench_lab.spec import parse_dtype
-
     spec = get_spec(kernel)
     dtype = parse_dtype(dtype_name)
     inputs = make_inputs(kernel, sizes, dtype, "cuda", seed)

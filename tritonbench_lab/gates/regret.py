@@ -16,7 +16,11 @@ from pathlib import Path
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.records import OK, Winner
 from tritonbench_lab.data.winners import shape_results
+from tritonbench_lab.measure.plan import build_request
+from tritonbench_lab.measure.sweep import run_sweep
+from tritonbench_lab.shapes import shape_sizes, shape_text
 from tritonbench_lab.space import config_text
+from tritonbench_lab.spec import dtype_name
 from tritonbench_lab.tuned import lookup
 
 
@@ -48,8 +52,6 @@ def regret_of_file(layout: Layout, path: Path, rows: list[tuple[int, Winner]],
                    kernel_modules: tuple[str, ...] = ()) -> list[Regret]:
     """For each dtype in one configs file: held-out shapes tuned into the regret root of its
     GPU (layout.regret), and what lookup's rule loses on each."""
-    from tritonbench_lab.measure.plan import build_request
-    from tritonbench_lab.shapes import shape_sizes, shape_text
 
     slug, kernel = path.parent.name, path.stem
     found = []
@@ -70,8 +72,6 @@ def regret_of_file(layout: Layout, path: Path, rows: list[tuple[int, Winner]],
 def measure_regret(request, config_root: Path) -> list[Regret]:
     """Tune `request.shapes` (held-out shapes of one kernel and dtype) with `run_sweep`, then
     compare what lookup() picks from `config_root` with each fresh winner."""
-    from tritonbench_lab.measure.sweep import run_sweep
-    from tritonbench_lab.spec import dtype_name
 
     result = run_sweep(request)
     spec = request.spec

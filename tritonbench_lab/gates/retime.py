@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tritonbench_lab.data.records import OK, Winner, parse_config_text
+from tritonbench_lab.data.records import CUDAGRAPH, OK, TORCH_OP, TRITON, Winner, parse_config_text
+from tritonbench_lab.measure.timing import BOTH_CLOCKS_BELOW_MS, BenchOptions
+from tritonbench_lab.measure.worker import Task, Timeouts, Worker
 from tritonbench_lab.shapes import shape_sizes
 
 # What the gate forgives at any length: a call of a few microseconds is mostly its launch
@@ -97,9 +99,6 @@ def retime(items: list[tuple[Path, int, Winner]], tolerance: float,
     recorded by more than `tolerance` and, where the op was timed, also relative to the op
     (another GPU of the same model may simply be slower). (`interpret`: in Triton's
     interpreter, for tests: its wall-clock times say nothing about a GPU.)"""
-    from tritonbench_lab.data.records import CUDAGRAPH, TORCH_OP, TRITON
-    from tritonbench_lab.measure.timing import BOTH_CLOCKS_BELOW_MS, BenchOptions
-    from tritonbench_lab.measure.worker import Task, Timeouts, Worker
 
     samples: list[list[float]] = [[] for _ in items]
     op_samples: list[list[float]] = [[] for _ in items]

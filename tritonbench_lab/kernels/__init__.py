@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.space import config_text
 from tritonbench_lab.spec import KernelSpec
 
 # name -> "module:attribute"; modules are imported on first use, so listing names is cheap.
@@ -119,7 +120,6 @@ def default_config_text(name: str) -> tuple[str, ...] | None:
     then (when the space grew parameters since) the texts rows measured before each of them
     carry (`added` lists parameters in the order they were added). None for a kernel tlab
     does not know (pictures then draw no default line)."""
-    from tritonbench_lab.space import config_text
 
     if name not in names():
         return None

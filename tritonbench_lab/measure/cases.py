@@ -54,6 +54,7 @@ class KeptCases:
     def _release(self) -> None:
         gc.collect()
         if self.on_gpu:
+            # late: `tlab --help` imports no torch
             import torch
 
             torch.cuda.empty_cache()
@@ -61,6 +62,7 @@ class KeptCases:
     def _memory_full(self) -> bool:
         if not self.on_gpu:
             return False
+        # late: `tlab --help` imports no torch
         import torch
 
         total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
@@ -68,6 +70,7 @@ class KeptCases:
 
 
 def _out_of_memory(err: BaseException) -> bool:
+    # late: `tlab --help` imports no torch
     import torch
 
     return isinstance(err, (torch.cuda.OutOfMemoryError, MemoryError))

@@ -15,6 +15,7 @@ stand-in driver replaces the real one for the rest of the process.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 
 from tritonbench_lab.runtime import launching
@@ -40,7 +41,7 @@ class _CompileOnlyDriver:
         return self.target
 
     def get_active_torch_device(self):
-        import torch
+        import torch  # late: triton's driver interface asks for it; this module imports no torch
 
         return torch.device("cpu")
 
@@ -53,6 +54,7 @@ def compile_only_for(arch: int = HOPPER_ARCH) -> None:
     nothing (CPU tensors stand in for the GPU's)."""
     if os.environ.get("TRITON_INTERPRET", "0") == "1":
         raise RuntimeError("cross-compiling needs TRITON_INTERPRET unset before triton is imported")
+    # late: triton reads TRITON_INTERPRET at its first import
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
     from triton.runtime.jit import JITFunction
@@ -122,8 +124,7 @@ def main(argv: list[str]) -> int:
     """`python -m tritonbench_lab.measure.crosscompile ARCH KERNEL... [--kernel-module FILE...]` (what
     `tlab compile` runs, in a process of its own): a line per kernel, then one per failure;
     1 when any config failed."""
-    import warnings
-
+    # late: triton reads TRITON_INTERPRET at its first import (compile_only_for needs it unset)
     from tritonbench_lab.kernels import get_spec, load_kernel_module
 
     # triton 3.9 announces a default it will change; it says nothing about these kernels

@@ -25,6 +25,7 @@ ALL = "all"
 
 def gpu_names() -> list[str]:
     """The names of the GPUs this process sees, in CUDA's order ([] without one)."""
+    # late: `tlab --help` imports no torch
     import torch
 
     if not torch.cuda.is_available():

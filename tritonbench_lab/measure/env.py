@@ -7,11 +7,14 @@ CLI before it loads any kernel.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
+from tritonbench_lab import __version__
 from tritonbench_lab.data.layout import INTERPRETER_SLUG, slugify
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.space import HOPPER, DeviceLimits
@@ -21,6 +24,7 @@ TMA_CAPABILITY = (9, 0)  # the tensor memory accelerator arrived with Hopper
 
 
 def cuda_available() -> bool:
+    # late: `tlab --help` imports no torch
     import torch
 
     return torch.cuda.is_available()
@@ -51,6 +55,7 @@ def device_limits(backend: str) -> DeviceLimits:
     """Limits of the current GPU; on the interpreter, Hopper's (the GPU these spaces target)."""
     if backend == INTERPRETER:
         return HOPPER
+    # late: `tlab --help` imports no torch
     import torch
 
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -85,10 +90,9 @@ def _driver_version() -> str:
 
 
 def fingerprint(backend: str) -> Fingerprint:
+    # late: `tlab --help` imports no torch
     import torch
     import triton
-
-    from tritonbench_lab import __version__
 
     if backend == INTERPRETER:
         return Fingerprint(INTERPRETER, INTERPRETER_SLUG, "", "", torch.__version__,
@@ -102,6 +106,7 @@ def free_device_bytes(backend: str) -> int:
     """Memory a new allocation can get: free GPU memory, or available host RAM."""
     if backend == INTERPRETER:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    # late: `tlab --help` imports no torch
     import torch
 
     free, _total = torch.cuda.mem_get_info()
@@ -113,12 +118,11 @@ def bytecode_note(module_file: str | None = None) -> str | None:
     from (children.py), will each compile torch's modules from source before they do
     anything: Python told not to write bytecode (PYTHONDONTWRITEBYTECODE) and torch installed
     without it. About 5 s a process on the lent H200s (BENCHMARKS.md). None otherwise."""
-    import importlib.util
-    from pathlib import Path
 
     if not sys.dont_write_bytecode:
         return None
     if module_file is None:
+        # late: `tlab --help` imports no torch
         import torch
 
         module_file = torch.__file__

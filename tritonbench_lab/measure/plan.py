@@ -20,10 +20,25 @@ from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.records import CONFIRM, CONTEND, KEY_COLUMNS, SWEEP, TRITON, Record
 from tritonbench_lab.data.store import check_appendable
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.measure.env import Fingerprint
+from tritonbench_lab.measure.env import (
+    INTERPRETER,
+    Fingerprint,
+    choose_backend,
+    device_limits,
+    fingerprint,
+    free_device_bytes,
+)
 from tritonbench_lab.measure.source import source_hash
-from tritonbench_lab.measure.timing import TIMINGS, BenchOptions
+from tritonbench_lab.measure.timing import (
+    BOTH_CLOCKS_BELOW_MS,
+    CUT_FACTOR,
+    GRAPH_ALONE_BELOW_MS,
+    STEADY_WARMUP_MS,
+    TIMINGS,
+    BenchOptions,
+)
 from tritonbench_lab.measure.worker import Task, Timeouts
+from tritonbench_lab.shapes import parse_sizes, to_shapes
 from tritonbench_lab.space import DeviceLimits, Space, config_text, load_space
 from tritonbench_lab.spec import KernelSpec, Shape, dtype_name, parse_dtype, throughput
 
@@ -90,12 +105,6 @@ class SweepRequest:
         alone does (it would judge every contender there anyway). A
         first pass by the graph clock stops a config far slower than the leader early
         (timing.py, the early cut)."""
-        from tritonbench_lab.measure.timing import (
-            BOTH_CLOCKS_BELOW_MS,
-            CUT_FACTOR,
-            GRAPH_ALONE_BELOW_MS,
-            STEADY_WARMUP_MS,
-        )
 
         first_pass = phase == SWEEP and provider == TRITON and self.first_bench is not None
         if phase == CONFIRM and self.confirm_bench:
@@ -157,7 +166,6 @@ def parse_shapes(spec: KernelSpec, sizes: str | None, shapes: str | None,
     """`--sizes` and `--shapes` as the kernel's shapes, without repeats; neither given: the
     kernel's default shapes (small ones in the interpreter). An empty value is refused: it
     is usually an unset shell variable, not a wish for the default sweep."""
-    from tritonbench_lab.shapes import parse_sizes, to_shapes
 
     found: list[Shape] = []
     for option, text in (("--sizes", sizes), ("--shapes", shapes)):
@@ -178,14 +186,8 @@ def build_request(kernel: str, *, dtypes: list[str] | None = None, sizes: str | 
                   interpret: bool | None = None, **options) -> SweepRequest:
     """The one place a SweepRequest is made from what a user typed. Chooses the backend
     (before any kernel module imports triton), loads nothing else."""
+    # late: triton reads TRITON_INTERPRET at its first import; choose_backend sets it
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.measure.env import (
-        INTERPRETER,
-        choose_backend,
-        device_limits,
-        fingerprint,
-        free_device_bytes,
-    )
 
     backend = choose_backend(interpret)
     interpreting = backend == INTERPRETER

@@ -86,6 +86,7 @@ def _start(kernel_modules: tuple[str, ...]) -> None:
     except OSError:
         pass
     os.environ["TRITON_INTERPRET"] = "0"
+    # late: `tlab --help` imports no torch
     from triton.runtime.jit import JITFunction
 
     from tritonbench_lab.kernels import load_kernel_module
@@ -109,6 +110,7 @@ def _begin(env: dict[str, str], start_fn, kernel_modules: tuple[str, ...]) -> No
 
 def _compile(job: Job) -> tuple[Key, float, str]:
     """(key, seconds, error or ''): run the launcher once, which here only compiles."""
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.spec import parse_dtype
 

@@ -34,6 +34,7 @@ class _DeviceHost:
     """The actor's state: a LocalDevice of the node the actor runs on."""
 
     def __init__(self, interpret: bool, modules: list[tuple[str, str]], bench: BenchOptions):
+        # late: an optional dependency (tritonbench-lab[ray] / [optuna])
         import ray
 
         folder = Path(tempfile.mkdtemp(prefix="tlab-modules-"))
@@ -67,11 +68,13 @@ class RayDevice:
         self._make = lambda: actor_class.options(**options).remote(*args)
         self._actor = self._make()
         self._stopping = None  # the actor's stop call, once ask_to_stop made it
+        # late: an optional dependency (tritonbench-lab[ray] / [optuna])
         import ray
 
         self.label = ray.get(self._actor.where.remote())
 
     def run(self, task: Task, timeouts: Timeouts, fresh: bool = False) -> Outcome:
+        # late: an optional dependency (tritonbench-lab[ray] / [optuna])
         import ray
 
         try:
@@ -89,6 +92,7 @@ class RayDevice:
         self._stopping = self._actor.stop.remote()
 
     def stop(self) -> None:
+        # late: an optional dependency (tritonbench-lab[ray] / [optuna])
         import ray
 
         try:
@@ -103,6 +107,7 @@ def ray_devices(labels: list[str], *, interpret: bool, kernel_modules: tuple[str
     """One actor per requested device. The labels give the count (Ray chooses the GPUs);
     the rows record where each actor ran."""
     try:
+        # late: an optional dependency (tritonbench-lab[ray] / [optuna])
         import ray
     except ImportError:
         raise TlabError("--backend ray needs Ray: pip install 'tritonbench-lab[ray]'") from None

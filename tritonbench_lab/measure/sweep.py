@@ -70,6 +70,8 @@ from tritonbench_lab.search.contenders import (
     contenders,
     leaders_to_confirm,
 )
+from tritonbench_lab.search.prior import prior_configs
+from tritonbench_lab.search.strategies import SearchRequest, make_search
 from tritonbench_lab.space import config_text
 from tritonbench_lab.spec import parse_dtype, throughput
 from tritonbench_lab.tuned import check_round_trip
@@ -281,8 +283,6 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
         yield baselines
         yield Batch([t for t in map(task_of, configs) if not run.is_done(t)], SWEEP, pinned=False)
         return
-    from tritonbench_lab.search.prior import prior_configs
-    from tritonbench_lab.search.strategies import SearchRequest, make_search
 
     space = request.space
     default = space.complete(space.default) if space.default else None

@@ -36,6 +36,7 @@ confirmations take it, and tritonbench_lab.ops weighs it for eager calls.
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import statistics
 import time
@@ -238,6 +239,7 @@ def first_pass_verdict(first_calls_ms: list[float], options: BenchOptions,
 
 
 def _events(fn: Callable[[], object], options: BenchOptions) -> tuple[float, float, float]:
+    # late: `tlab --help` imports no torch
     import triton.testing
 
     p20, p50, p80 = triton.testing.do_bench(
@@ -255,6 +257,7 @@ class FirstCalls:
 def _capture_stream():
     """A side stream for the first calls and the capture (CUDA graphs cannot capture the
     default stream)."""
+    # late: `tlab --help` imports no torch
     import torch
 
     with torch.cuda.stream(torch.cuda.Stream()):
@@ -284,6 +287,7 @@ def _first_calls(fn: Callable[[], object], budget_ms: float | None = None) -> Fi
 
 def _timed_calls(fn: Callable[[], object], flush, count: int) -> FirstCalls:
     """`count` calls, each after a flush and between its own events, then a wait for all."""
+    # late: `tlab --help` imports no torch
     import torch
 
     marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -307,8 +311,8 @@ def _graph(fn: Callable[[], object], options: BenchOptions,
     graph (on the current side stream) and sized by the `first` calls; the graph is
     replayed for the warm-up budget, then for the timing budget, every call of every
     measured replay a sample."""
-    import gc
 
+    # late: `tlab --help` imports no torch
     import torch
 
     flush = _flush_buffer()
@@ -354,6 +358,7 @@ _flush: list = []
 def _flush_buffer():
     """One FLUSH_BYTES buffer per process, zeroed before every timed call."""
     if not _flush:
+        # late: `tlab --help` imports no torch
         import torch
 
         _flush.append(torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda"))
@@ -369,6 +374,7 @@ def warm_up_gpu(seconds: float = 0.3) -> None:
     global _warmed
     if _warmed:
         return
+    # late: `tlab --help` imports no torch
     import torch
 
     a = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16)

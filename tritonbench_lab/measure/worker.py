@@ -34,7 +34,7 @@ from tritonbench_lab.data.records import (
 )
 from tritonbench_lab.measure import children
 from tritonbench_lab.measure.cases import KeptCases
-from tritonbench_lab.measure.timing import BOTH_CLOCKS_BELOW_MS, BenchOptions, Timed
+from tritonbench_lab.measure.timing import BOTH_CLOCKS_BELOW_MS, BenchOptions, Timed, host_ms, time_call
 
 # A fresh child imports torch and triton and initialises CUDA before its first task.
 STARTUP_TIMEOUT_S = 300.0
@@ -102,6 +102,7 @@ class _Child:
     """State and logic of the child process."""
 
     def __init__(self, kernel_modules: tuple[str, ...], bench: BenchOptions, notify=None):
+        # late: `tlab --help` imports no torch
         from tritonbench_lab.kernels import load_kernel_module
 
         for path in kernel_modules:
@@ -129,6 +130,7 @@ class _Child:
         self.case_key = key
 
     def _make_case(self, spec, task: Task):
+        # late: `tlab --help` imports no torch
         from tritonbench_lab.spec import parse_dtype
 
         shape = spec.shape(*task.sizes)
@@ -136,10 +138,10 @@ class _Child:
         return inputs, spec.reference(inputs), None
 
     def run(self, task: Task) -> Outcome:
+        # late: `tlab --help` imports no torch
         import torch
 
         from tritonbench_lab.kernels import get_spec
-        from tritonbench_lab.measure.timing import host_ms, time_call
         from tritonbench_lab.measure.verify import as_outputs, check, poison
         from tritonbench_lab.spec import parse_dtype
 
@@ -220,6 +222,7 @@ def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: in
     outbox.put(("ready", None))
     if not interpret:  # start CUDA while no task waits for it (after a background start)
         with contextlib.suppress(Exception):  # a failure shows again in the first task
+            # late: `tlab --help` imports no torch
             import torch
 
             torch.empty(1, device="cuda")

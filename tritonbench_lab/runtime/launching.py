@@ -140,6 +140,7 @@ class FastRun:
         if function is None or metadata is None:
             return
         if self.stream is None:
+            # late: triton reads TRITON_INTERPRET at its first import
             from triton.runtime import driver
 
             self.device = driver.active.get_current_device
@@ -150,6 +151,7 @@ class FastRun:
 
 
 def _current_device() -> int:
+    # late: triton reads TRITON_INTERPRET at its first import
     from triton.runtime import driver
 
     return driver.active.get_current_device()
@@ -171,6 +173,7 @@ def _hooked(fn) -> bool:
 
 
 def _knobs_runtime():
+    # late: triton reads TRITON_INTERPRET at its first import
     from triton import knobs
 
     return knobs.runtime
@@ -182,6 +185,7 @@ KERNEL_MODULES = "tritonbench_lab.kernels."
 def kernels_of(launch) -> list:
     """The @triton.jit functions of the module that defines `launch`, and of the tlab kernel
     modules it imports from (matmul's persistent kernel lives beside it)."""
+    # late: triton reads TRITON_INTERPRET at its first import
     from triton.runtime.jit import JITFunction
 
     spaces = [launch.__globals__]

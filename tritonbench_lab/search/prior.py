@@ -26,9 +26,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from tritonbench_lab.data.records import OK, SKIPPED, parse_config_text
+from tritonbench_lab.data.store import load_records, load_winners
+from tritonbench_lab.data.winners import shape_results
 from tritonbench_lab.search.strategies import PRIOR_STARTS
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import Config, config_text
+from tritonbench_lab.tuned import nearest_first
 
 PORTFOLIO = 8
 NEARNESS = 4.0
@@ -111,7 +114,6 @@ def left_out_prior(results: Sequence, result) -> list[Config]:
     """The prior of one ShapeResult drawn from the others of its kernel and dtype, as a sweep
     draws it at a new shape (winners nearest first, in turns with the portfolio of their
     tables, within `result`'s space): what a replay gives `--search prior` (replay.py)."""
-    from tritonbench_lab.tuned import nearest_first
 
     mine = [r for r in results if r.kernel == result.kernel]
     others = [r for r in mine if r.dtype == result.dtype and r.shape != result.shape
@@ -156,9 +158,6 @@ def prior_configs(request, results: Sequence, dtype: str, shape: str,
     root instead (the committed H200 rows, for a first sweep on another GPU): what is fast on
     one GPU of a generation is a better start than the default, and the search times every
     config it keeps on this one."""
-    from tritonbench_lab.data.store import load_records
-    from tritonbench_lab.data.winners import shape_results
-    from tritonbench_lab.tuned import nearest_first
 
     spec, slug, space, layout = (request.spec, request.fingerprint.gpu_slug, request.space,
                                  request.layout)
@@ -193,7 +192,6 @@ def prior_configs(request, results: Sequence, dtype: str, shape: str,
 def winners_on(request, slug: str, dtype: str, shape: str) -> list:
     """The winners of one GPU's configs files for this kernel and dtype at other shapes, and
     at any shape of the kernels its spec names in `prior_from` (the same main loop)."""
-    from tritonbench_lab.data.store import load_winners
 
     spec, layout = request.spec, request.layout
     found = [w for w in load_winners(layout.configs_file(slug, spec.name))

@@ -12,6 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonbench_lab.data.records import parse_config_text
+from tritonbench_lab.data.store import load_records
+from tritonbench_lab.data.winners import shape_results
+from tritonbench_lab.search.prior import left_out_prior, standing_times
 from tritonbench_lab.search.strategies import SearchRequest, make_search
 from tritonbench_lab.space import Config, config_text
 
@@ -64,10 +68,6 @@ def replay_results(paths: Iterable[Path], searches: Iterable[tuple[str, int | No
                    defaults: Mapping[str, Config] | None = None) -> list[Replay]:
     """Replay each (strategy, budget) over every shape of the results files, once per seed
     (exhaustive once); `defaults`: kernel name -> its untuned config (space.default)."""
-    from tritonbench_lab.data.records import parse_config_text
-    from tritonbench_lab.data.store import load_records
-    from tritonbench_lab.data.winners import shape_results
-    from tritonbench_lab.search.prior import left_out_prior, standing_times
 
     searches, out = list(searches), []
     results = [r for path in paths for r in shape_results(load_records(Path(path)))]

@@ -305,6 +305,7 @@ class OptunaSearch(_Strategy):
     def __init__(self, request: SearchRequest) -> None:
         super().__init__(request)
         try:
+            # late: an optional dependency (tritonbench-lab[ray] / [optuna])
             import optuna
         except ImportError:
             raise TlabError("--search optuna needs Optuna: pip install "

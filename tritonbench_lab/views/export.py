@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.records import Winner, parse_config_text
-from tritonbench_lab.data.store import load_winners
+from tritonbench_lab.data.store import load_winners, make_folder
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import LAUNCH_OPTIONS
@@ -127,7 +127,7 @@ def load_vllm_config(path: Path, size: int) -> dict[str, int]:
 
 def write_export(layout: Layout, kernel: str, fmt: str, out: Path) -> list[Path]:
     """Write the export of `kernel` in `fmt` ("autotune", "json" or "vllm") under `out`."""
-    from tritonbench_lab.data.store import make_folder
+    # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
 
     by_gpu = winners_by_gpu(layout, kernel)

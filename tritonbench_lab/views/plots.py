@@ -19,7 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from tritonbench_lab.data.ceilings import SAME_SIZE_COPY, copy_at, traffic_of  # noqa: E402
+from tritonbench_lab.data.ceilings import SAME_SIZE_COPY, copy_at, judging, traffic_of  # noqa: E402
+from tritonbench_lab.data.layout import plot_stem  # noqa: E402
 from tritonbench_lab.data.records import GBPS, Record, parse_config_text  # noqa: E402
 from tritonbench_lab.data.store import make_folder  # noqa: E402
 from tritonbench_lab.shapes import shape_sizes  # noqa: E402
@@ -191,9 +192,6 @@ def _block_heatmap(ax, rows: pd.DataFrame, shape: str) -> None:
 def draw_target(target, out: Path, formats: tuple[str, ...] = ("svg",),
                 default_config: tuple[str, ...] | None = None) -> list[Path]:
     """Both pictures of one GPU, kernel and dtype (series.Target) under <out>/<gpu>/."""
-    from tritonbench_lab.data.ceilings import judging
-    from tritonbench_lab.data.layout import plot_stem
-
     records, kernel, dtype = target.records, target.kernel, target.dtype
     ceiling, curve = judging(target.folder, records[0].metric, dtype)
     written = save(draw_throughput(records, kernel, dtype, ceiling, default_config, curve),

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonbench_lab.data.ceilings import SAME_SIZE_COPY, copy_at, traffic_of
+from tritonbench_lab.data.ceilings import SAME_SIZE_COPY, copy_at, judging, traffic_of
+from tritonbench_lab.data.layout import plot_stem, report_file
 from tritonbench_lab.data.records import Record
 from tritonbench_lab.data.store import make_folder
 from tritonbench_lab.shapes import shape_sizes
@@ -67,8 +68,6 @@ def write_reports(targets: list, out: Path, default_config_of, picture_format: s
                   ) -> list[Path]:
     """One REPORT.md per GPU among `targets` (series.Target), under <out>/<gpu>/; the
     pictures it links are those `tlab plot` writes beside it."""
-    from tritonbench_lab.data.ceilings import judging
-    from tritonbench_lab.data.layout import plot_stem, report_file
 
     by_gpu: dict[str, list] = {}
     for target in targets:
