@@ -4,6 +4,9 @@ options, call one library function, print the result.
 Errors the user can fix (a `TlabError`, or a usage error from the option parser, which keeps
 its "Try 'tlab X --help'" hint) become one line on stderr and exit code 2. TLAB_DEBUG=1
 shows the traceback instead. Shell completion: `tlab --install-completion`.
+
+May import every wing. `tlab --help` loads every command module, so a command imports what
+loads torch, triton, pandas or matplotlib inside its function (each such import says so).
 """
 
 from __future__ import annotations

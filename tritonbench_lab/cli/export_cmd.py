@@ -32,7 +32,12 @@ def export(
     root: Root = Path("."),
 ) -> None:
     """Export KERNEL's committed winners for code that does not use tlab."""
-    for path in write_export(Layout(root), kernel, format.value, out):
+    from tritonbench_lab.kernels import get_spec  # late: `tlab --help` imports no torch
+
+    spec = get_spec(kernel)
+    dims = tuple(spec.dims)
+    for path in write_export(Layout(root), kernel, format.value, out, dims,
+                             tuple(spec.autotune_key or dims)):
         Console().print(f"wrote {path}")
 
 

@@ -3,6 +3,10 @@
 Adding a built-in kernel is one module in this folder plus one line in `_BUILTIN` below.
 A user's module (`tlab ... --kernel-module my_kernels.py`) defines `SPEC = KernelSpec(...)`
 or `SPECS = [...]` the same way and is loaded with `load_kernel_module`.
+
+Kernel modules import only the contract at the package root (spec, space, errors), torch,
+triton and each other. Their source hash (measure/source.py) covers their code and the
+kernel modules they import, so an edit to one makes its stored rows stale.
 """
 
 from __future__ import annotations

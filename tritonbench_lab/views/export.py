@@ -125,20 +125,18 @@ def load_vllm_config(path: Path, size: int) -> dict[str, int]:
     return table[min(table, key=lambda tuned: abs(int(tuned) - size))]
 
 
-def write_export(layout: Layout, kernel: str, fmt: str, out: Path) -> list[Path]:
-    """Write the export of `kernel` in `fmt` ("autotune", "json" or "vllm") under `out`."""
-    # late: `tlab --help` imports no torch
-    from tritonbench_lab.kernels import get_spec
-
+def write_export(layout: Layout, kernel: str, fmt: str, out: Path, dims: tuple[str, ...],
+                 key: tuple[str, ...]) -> list[Path]:
+    """Write the export of `kernel` (its shapes' `dims`, its Triton kernel's size arguments
+    `key`) in `fmt` ("autotune", "json" or "vllm") under `out`."""
     by_gpu = winners_by_gpu(layout, kernel)
-    spec = get_spec(kernel)
     make_folder(out)
     if fmt == "autotune":
         path = Path(out) / f"{kernel}_configs.py"
-        path.write_text(autotune_module(kernel, by_gpu, spec.autotune_key or spec.dims))
+        path.write_text(autotune_module(kernel, by_gpu, tuple(key)))
         return [path]
     if fmt == "vllm":
-        documents = vllm_documents(by_gpu, tuple(spec.dims), spec.dims[0])
+        documents = vllm_documents(by_gpu, tuple(dims), dims[0])
         folder = make_folder(Path(out) / kernel)
     else:
         documents = {f"{kernel}-{slug}.json": text for slug, text in json_documents(by_gpu).items()}
