@@ -24,8 +24,8 @@ import sys
 import torch
 import triton
 
-from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.kernels import get_spec
+from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.spec import parse_dtype
 
 ROUNDS = 9
@@ -79,30 +79,6 @@ def ratios(kernel: str, dtype_text: str, shape_text: str, override: dict) -> tup
     if os.environ.get("OUT"):
         save_inductor_code(f"{kernel}_{dtype_text}_{shape_text}", seen)
     return config, out
-
-
-def time_in_turns(label: str, fns: dict, reference, tolerance) -> None:
-    """For the probes beside this script (lab/rope_*.py, lab/placement_probe.py): check each
-    candidate's outputs against the reference, time every candidate in turns, ROUNDS rounds
-    of do_bench(warmup=50, rep=100), and print each one's median and its ratio to the
-    candidate named "compiled" (torch.compile's kernel), with the per-round range."""
-    from tritonbench_lab.measure.verify import check
-
-    for key, fn in fns.items():
-        got = fn()
-        verdict = check(tuple(got) if isinstance(got, (tuple, list)) else (got,), reference,
-                        tolerance)
-        assert verdict.ok, (key, verdict.detail)
-    times = {key: [] for key in fns}
-    for _ in range(ROUNDS):
-        for key, fn in fns.items():
-            times[key].append(triton.testing.do_bench(fn, warmup=50, rep=100))
-    base = times["compiled"]
-    for key, t in times.items():
-        per_round = [b / x for b, x in zip(base, t, strict=True)]
-        print(f"{label} {key}: {statistics.median(t) * 1e3:.2f} us, "
-              f"{statistics.median(base) / statistics.median(t):.4f}x torch.compile "
-              f"(rounds {min(per_round):.4f}-{max(per_round):.4f})", flush=True)
 
 
 def main(cases: list[str]) -> None:
