@@ -24,8 +24,8 @@ import sys
 import torch
 import triton
 
-from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.data.records import parse_config_text
+from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.spec import parse_dtype
 
 ROUNDS = 9
