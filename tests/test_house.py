@@ -146,7 +146,8 @@ def test_every_late_import_says_why():
             if not in_function:
                 continue
             above = node.lineno - 2
-            while above >= 0 and lines[above].lstrip().startswith(("import ", "from ")):
+            while above >= 0 and (not lines[above].strip()
+                                  or lines[above].lstrip().startswith(("import ", "from "))):
                 above -= 1  # the group's comment sits above its first import
             if "# late:" not in lines[node.lineno - 1] and not (
                     above >= 0 and lines[above].strip().startswith("# late:")):
@@ -210,5 +211,6 @@ def test_the_package_and_tests_import_nothing_from_the_lab():
 
 def test_the_lab_index_names_every_instrument_in_it():
     index = (REPO / "lab" / "README.md").read_text()
-    files = sorted(p.name for p in (REPO / "lab").iterdir() if p.name != "README.md")
+    files = sorted(p.name for p in (REPO / "lab").iterdir()
+                   if p.is_file() and p.name != "README.md" and p.suffix != ".pyc")
     assert [f for f in files if f"`{f}`" not in index and f"lab/{f}" not in index] == []

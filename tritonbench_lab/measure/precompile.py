@@ -86,7 +86,7 @@ def _start(kernel_modules: tuple[str, ...]) -> None:
     except OSError:
         pass
     os.environ["TRITON_INTERPRET"] = "0"
-    # late: `tlab --help` imports no torch
+    # late: triton reads TRITON_INTERPRET at its first import (set just above)
     from triton.runtime.jit import JITFunction
 
     from tritonbench_lab.kernels import load_kernel_module
