@@ -246,9 +246,13 @@ def test_export_json_is_keyed_by_dtype_and_shape(tmp_path):
 
 
 def test_export_of_an_untuned_kernel_is_a_one_line_error(tmp_path):
+    result = tlab("export", "matmul_gelu_tanh", "--out", str(tmp_path))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "no winners for 'matmul_gelu_tanh'" in result.stderr
     result = tlab("export", "nope", "--out", str(tmp_path))
     assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert "no winners for 'nope'" in result.stderr
+    assert "unknown kernel 'nope' (did you mean 'rope'?)" in result.stderr
+    assert not list(tmp_path.iterdir())  # nothing written
 
 
 def test_check_runs_configs_completed_with_added_parameters(tmp_path):
@@ -354,11 +358,11 @@ def test_check_divides_a_slower_gpu_out_but_not_a_slower_winner(
     from tritonbench_lab.data.records import replace
     from tritonbench_lab.data.store import load_winners
     from tritonbench_lab.gates.retime import retime
-    from tritonbench_lab.measure import worker
+    from tritonbench_lab.gates import retime as retime_module
 
     base = load_winners(REPO / "configs" / "nvidia-h200" / "matmul.csv")[-1]
     row = replace(base, p50_ms=1.0, op_p50_ms=op_recorded, method="do_bench")
-    monkeypatch.setattr(worker, "Worker", _ScriptedWorker)
+    monkeypatch.setattr(retime_module, "Worker", _ScriptedWorker)
     _ScriptedWorker.times, _ScriptedWorker.calls = {"triton": triton_ms, "torch": op_ms}, []
     item = retime([(Path("m.csv"), 2, row)], 0.10, repeats=4)[0]
     assert bool(item.failure(0.10)) == fails
@@ -384,11 +388,11 @@ def test_a_few_microseconds_slower_is_not_a_regression_at_the_launch_floor(
     from tritonbench_lab.data.records import replace
     from tritonbench_lab.data.store import load_winners
     from tritonbench_lab.gates.retime import NOISE_FLOOR_MS, retime
-    from tritonbench_lab.measure import worker
+    from tritonbench_lab.gates import retime as retime_module
 
     base = load_winners(REPO / "configs" / "nvidia-h200" / "rope.csv")[0]
     row = replace(base, p50_ms=0.004, op_p50_ms=None, method="cudagraph")
-    monkeypatch.setattr(worker, "Worker", _ScriptedWorker)
+    monkeypatch.setattr(retime_module, "Worker", _ScriptedWorker)
     _ScriptedWorker.times, _ScriptedWorker.calls = {"triton": now_us / 1000}, []
     item = retime([(Path("rope.csv"), 2, row)], 0.10, repeats=4)[0]
     assert item.ratio == pytest.approx(now_us / 4.0)
@@ -402,7 +406,7 @@ def test_check_starts_one_fresh_worker_per_pass_for_all_files(monkeypatch):
     from tritonbench_lab.data.records import replace
     from tritonbench_lab.data.store import load_winners
     from tritonbench_lab.gates.retime import retime
-    from tritonbench_lab.measure import worker
+    from tritonbench_lab.gates import retime as retime_module
 
     started = []
 
@@ -413,7 +417,7 @@ def test_check_starts_one_fresh_worker_per_pass_for_all_files(monkeypatch):
     base = load_winners(REPO / "configs" / "nvidia-h200" / "matmul.csv")[-1]
     items = [(Path(f"{name}.csv"), line, replace(base, p50_ms=1.0))
              for name in ("a", "b", "c") for line in (2, 3)]
-    monkeypatch.setattr(worker, "Worker", Counting)
+    monkeypatch.setattr(retime_module, "Worker", Counting)
     _ScriptedWorker.times, _ScriptedWorker.calls = {"triton": 1.0, "torch": 1.0}, []
     timed = retime(items, 0.10, repeats=4)
     assert len(started) == 2  # two passes, each one process over every file's winners

@@ -25,13 +25,11 @@ FP = SimpleNamespace(gpu="Fixture GPU", gpu_slug=SLUG, torch="9.9", triton="9.9"
 def root(tmp_path, monkeypatch):
     """The softmax fixture's results and the configs they pick; its rows' source is
     'fixture', taken here for the kernel's current source."""
-    import tritonbench_lab.measure.source
-
     layout = Layout(tmp_path)
     write_softmax_fixture(tmp_path)
     write_table(layout.configs_file(SLUG, "softmax"),
                 pick_winners(load_records(layout.results_file(SLUG, "softmax"))), Winner)
-    monkeypatch.setattr(tritonbench_lab.measure.source, "source_hash", lambda spec: "fixture")
+    monkeypatch.setattr(hosttimes, "source_hash", lambda spec: "fixture")
     return layout
 
 

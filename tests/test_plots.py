@@ -151,7 +151,7 @@ def test_missing_inputs_are_one_line_errors(args, phrase, tmp_path):
 
 def test_reading_and_drawing_import_neither_torch_nor_triton():
     code = ("import sys; import tritonbench_lab.views.plots, tritonbench_lab.views.report, "
-            "tritonbench_lab.views.series, tritonbench_lab.measure.calibrate, tritonbench_lab.tuned, "
+            "tritonbench_lab.views.series, tritonbench_lab.data.ceilings, tritonbench_lab.tuned, "
             "tritonbench_lab.views.compare, tritonbench_lab.data.winners, tritonbench_lab.data.store; "
             "print('torch' in sys.modules, 'triton' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -291,7 +291,7 @@ def test_a_worker_keeps_the_fastest_uncut_first_pass_time_of_its_case(monkeypatc
         p50, method = next(readings)
         return Timed(p50, p50, p50, method)
 
-    monkeypatch.setattr("tritonbench_lab.measure.timing.time_call", scripted)  # worker imports it late
+    monkeypatch.setattr(worker, "time_call", scripted)
     child = worker._Child((), BenchOptions())
     first_pass = BenchOptions(rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
     task = task_for(spec, spec.small_shapes[0], bench=first_pass)
