@@ -72,8 +72,7 @@ def pin_triton_cache_dir() -> None:
     """Set TRITON_CACHE_DIR to Triton's own default when it is unset, before the pool and the
     worker start (children.context does; they copy it). Inductor (the torch.compile
     baselines) otherwise points it at a folder of its own in the worker the first time it
-    compiles, and every config compiled ahead is then compiled again (seen on the H200: 266
-    configs recompiled)."""
+    compiles, and every config compiled ahead is then compiled again."""
     os.environ.setdefault("TRITON_CACHE_DIR", str(Path.home() / ".triton" / "cache"))
 
 
@@ -89,8 +88,8 @@ _inputs: dict = {}
 def _start(kernel_modules: tuple[str, ...]) -> None:
     """Pool process initialiser: the GPU backend, the user's kernels, compile-only launches.
     At the lowest CPU priority: the timing worker must get a core the moment it needs one,
-    or its launches fall behind the GPU and the wait is timed (seen on the H200: short
-    kernels timed 3-5x slow while 15 pool processes compiled)."""
+    or its launches fall behind the GPU and the wait is timed (short kernels then time
+    several times slower while the pool compiles)."""
     try:
         os.nice(19)
     except OSError:
