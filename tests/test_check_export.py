@@ -357,8 +357,8 @@ def test_check_divides_a_slower_gpu_out_but_not_a_slower_winner(
         monkeypatch, triton_ms, op_ms, op_recorded, fails, passes):
     from tritonbench_lab.data.records import replace
     from tritonbench_lab.data.store import load_winners
-    from tritonbench_lab.gates.retime import retime
     from tritonbench_lab.gates import retime as retime_module
+    from tritonbench_lab.gates.retime import retime
 
     base = load_winners(REPO / "configs" / "nvidia-h200" / "matmul.csv")[-1]
     row = replace(base, p50_ms=1.0, op_p50_ms=op_recorded, method="do_bench")
@@ -387,8 +387,8 @@ def test_a_few_microseconds_slower_is_not_a_regression_at_the_launch_floor(
     absolute floor: no op recorded here, so only the plain ratio and the floor decide."""
     from tritonbench_lab.data.records import replace
     from tritonbench_lab.data.store import load_winners
-    from tritonbench_lab.gates.retime import NOISE_FLOOR_MS, retime
     from tritonbench_lab.gates import retime as retime_module
+    from tritonbench_lab.gates.retime import NOISE_FLOOR_MS, retime
 
     base = load_winners(REPO / "configs" / "nvidia-h200" / "rope.csv")[0]
     row = replace(base, p50_ms=0.004, op_p50_ms=None, method="cudagraph")
@@ -405,8 +405,8 @@ def test_a_few_microseconds_slower_is_not_a_regression_at_the_launch_floor(
 def test_check_starts_one_fresh_worker_per_pass_for_all_files(monkeypatch):
     from tritonbench_lab.data.records import replace
     from tritonbench_lab.data.store import load_winners
-    from tritonbench_lab.gates.retime import retime
     from tritonbench_lab.gates import retime as retime_module
+    from tritonbench_lab.gates.retime import retime
 
     started = []
 

@@ -48,9 +48,9 @@ def _budget(rep_ms: int):
 
 def _first_pass_budget(rep_ms: int):
     """The first pass's: no warm-up beyond its own calls. A config's first call, its warm
-    call and its estimate calls run it before it is timed; a graph replayed for a 5 ms
-    warm-up as well, where a small shape's config took 15-17 ms in all (H200, bf16
-    1024^3 and 2048^3), and the GPU has been busy all along. Contenders get the full warm-up."""
+    call and its estimate calls run it before it is timed, and the GPU has been busy all
+    along; replaying its graph for a warm-up as well (as long as the first pass's budget)
+    would add much to each config's time at a small shape. Contenders get the full warm-up."""
 
     return BenchOptions(warmup_ms=0, rep_ms=rep_ms)
 
@@ -200,8 +200,7 @@ def _nothing_measured_yet(root: Path, kernel: str) -> bool:
     """No rows of this kernel in the folder, for any GPU (layout.py): a sweep there has work
     for certain, so the children's server may start before torch is imported (which is what
     tells this GPU's folder and the plan). Elsewhere it starts only once the plan finds work:
-    its imports beside the command's made a re-run with nothing to measure 1-2.5 s slower
-    (H200)."""
+    its imports beside the command's would make a re-run with nothing to measure slower."""
 
     layout = Layout(root)
     return not any(layout.results_file(slug, kernel).exists() for slug in layout.gpu_slugs())

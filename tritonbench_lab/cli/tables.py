@@ -2,8 +2,8 @@
 
 Rich fits a table to the console's width, and where folding the text columns is not enough
 it crops the others: on an 80-column log (CI, a GPU job's output, `| tee`) a sweep's table
-printed 859.6 TFLOP/s as "85". A table here is printed at the width its cells need instead,
-long lines and all, when the console is narrower than that.
+cropped a throughput of "859.6" to "85". A table here is printed at the width its cells need
+instead, long lines and all, when the console is narrower than that.
 """
 
 from __future__ import annotations

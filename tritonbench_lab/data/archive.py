@@ -4,8 +4,8 @@ beside it: results/<gpu>/archive/<kernel>.csv.gz (`tlab archive`).
 A sweep only appends, and any edit of a kernel's module (its `source` hash) measures the whole
 space again, so a results file keeps every row of every earlier source. Nothing that decides
 anything today reads them: the resume key includes the source, and the winners come from the
-latest confirmations. On the H200 the rows it moved were 18.2 of the 40.6 MB of results/
-(2026-12-04), 2.6 MB gzipped. The archive keeps them line for line, under the same header
+latest confirmations. After a few edits of a kernel they can be most of its results file,
+and they compress well. The archive keeps them line for line, under the same header
 (zcat, or `pandas.read_csv`, reads it; appending a gzip member per run keeps it one valid
 file).
 

@@ -6,7 +6,7 @@
 - copy_<N>MiB: the same copy moving N MiB in all (16 MiB .. 2 GiB): the copy curve. A short
   copy does not reach the peak: launch, ramp-up and tail are a larger share of it, and
   do_bench's L2 flush (writing 256 MB of zeros) leaves dirty lines that a short kernel pays
-  to write back. A memory-bound kernel
+  to write back (copies of tens of MiB fall well short of the peak). A memory-bound kernel
   at a shape is therefore also judged against a copy of the same number of bytes, measured
   the same way: `ceiling_for(..., traffic=bytes)`.
 - matmul_<dtype>: torch.matmul (the vendor library) on square operands (TFLOP/s). The
@@ -26,7 +26,7 @@ from tritonbench_lab.data.layout import ceilings_in
 from tritonbench_lab.data.records import GBPS, Ceiling
 from tritonbench_lab.data.store import append_rows, load_ceilings
 
-COPY_BYTES = 4 << 30  # a 4 GiB source: many times any Hopper L2, so the copy streams from HBM
+COPY_BYTES = 4 << 30  # 4 GiB source: many times a GPU's L2, so the copy streams from HBM
 COPY_CURVE_MIB = (16, 32, 64, 128, 256, 512, 1024, 2048)  # bytes moved (read + write)
 SAME_SIZE_COPY = "copy of the same bytes"
 

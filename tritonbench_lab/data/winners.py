@@ -12,8 +12,9 @@ Per (kernel, dtype, shape):
    any is confirmed (records.fastest); a Triton row that was wrong never wins;
 5. the baselines that stand beside the winner are those timed in the winner's own run when
    that run timed any (their newest rows in it), so that every ratio compares numbers from
-   one run, on one GPU (the device is lent: two runs may be two H200s 10% apart); a
-   baseline that run did not time is left out rather than compared across runs;
+   one run, on one GPU (the device is lent: two runs may be on two GPUs of one model that
+   run at different speeds); a baseline that run did not time is left out rather than
+   compared across runs;
 6. a baseline is drawn and compared even when outside the tolerance (it is timed, and the
    row says `wrong_result`); the best baseline for the speed-up is the fastest `ok` one, and
    the PyTorch op's own time (the `torch` baseline, records.TORCH_OP) is kept beside it:

@@ -300,7 +300,7 @@ def compile_ahead(files: list[Path], kernel_modules: tuple[str, ...],
     """Compile every config the check will run (at the small shape, and at the winner's own
     shape in the files of `timed_gpu`, which it times) in a pool of processes, as a sweep
     does, so that a cold Triton cache costs seconds, not a minute of compiles one after
-    another (the first check on a fresh H200 timed out at 100 s)."""
+    another (which can run a first check on a fresh machine out of time)."""
 
     jobs = []
     for path in files:

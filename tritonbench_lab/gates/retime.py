@@ -13,9 +13,9 @@ from tritonbench_lab.shapes import shape_sizes
 
 # What the gate forgives at any length: a call of a few microseconds is mostly its launch
 # and one round trip to memory, and unchanged code moves by that much between two GPUs of
-# one model (H200s, 2026-12-04: rope's one-token winners, ~4.3 us, read 0.45-0.48 us slower
-# on one than on the H200 that recorded them, while the PyTorch op beside them read 1.00x;
-# BENCHMARKS.md). So a winner fails only when it is slower than its row by more than the
+# one model (rope's one-token winners of a few us read about half a microsecond slower on
+# one GPU than on the one that recorded them, while the PyTorch op beside them read the
+# same). So a winner fails only when it is slower than its row by more than the
 # tolerance and by more than this; from 10 us up the tolerance is the larger.
 NOISE_FLOOR_MS = 0.001
 
@@ -51,8 +51,9 @@ class Retimed:
     @property
     def relative(self) -> float | None:
         """now / recorded, measured against the op: the ratio with this GPU's own speed
-        divided out (two H200s timed the same long matmuls 4-10% apart, the op with them:
-        BENCHMARKS.md), so that a winner is slower only when it is slower than the op too."""
+        divided out (two GPUs of one model can time the same long kernels several per cent
+        apart, and the op with them), so that a winner is slower only when it is slower than
+        the op too."""
         if self.ratio is None or self.op_ratio is None:
             return None
         return self.ratio / self.op_ratio

@@ -17,9 +17,8 @@ the rows, the other two read them from there. A program then holds a tile, not a
 more programs are resident; which is faster at a shape is for the sweep to say. A tile as
 wide as the row walks it in one step (Inductor's pick at fp32 16384x4096). Where ROWS divides
 the rows and the tile the width, the launcher says so (EVEN_ROWS, EVEN_COLS) and every mask
-folds away, as in Inductor's kernels where its blocks divide the sizes: 0.5-1% at fp32
-16384 x 1024-4096 on the H200 at the winners' configs of before, but 2.8% slower at 16384x8192
-at its (the sweep then chose another; BENCHMARKS.md).
+folds away, as in Inductor's kernels where its blocks divide the sizes. That usually saves a
+little, but not at every shape and config: the sweep times the configs with it and picks.
 """
 
 from __future__ import annotations
@@ -185,7 +184,7 @@ def torch_layernorm(inputs: Inputs) -> torch.Tensor:
 def tile_fits(config: Config, sizes, elem_bytes: int, limits: DeviceLimits) -> str | None:
     """A program holds ROWS whole rows in registers (TILE_COLS=0), or ROWS x TILE_COLS while
     it walks the rows. A tile as wide as the padded row walks it in one step, three times
-    through the L2 (Inductor's pick at fp32 16384x4096 on the H200), holding less at once."""
+    through the L2 (Inductor's pick at fp32 16384x4096), holding less at once."""
     padded, tile = next_power_of_2(sizes["cols"]), config["TILE_COLS"]
     if tile > padded:
         return f"TILE_COLS={tile} is wider than the row of {sizes['cols']} padded to {padded}"

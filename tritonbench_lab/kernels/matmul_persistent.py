@@ -9,8 +9,8 @@ need no masks, but operands must be row-major with rows of a multiple of 16 byte
 Stream-K (STREAM_K > 0): when the tiles do not fill whole waves of programs, the last tiles
 are not given whole to some programs while the others idle. Their K-steps, laid end to end,
 are dealt out evenly, `share` to a program; a program's range then begins inside one tile
-and ends inside another. Measured on the H200 (BENCHMARKS.md): it pays where the last wave is
-a small part of the work of many (3000^3 in 128 x 256 tiles), not where every tile is shared.
+and ends inside another. It pays where the last wave is a small part of the work of many
+(3000^3 in 128 x 256 tiles), not where every tile is shared; the sweep times both ways.
 """
 
 from __future__ import annotations
@@ -55,8 +55,7 @@ AS_4, AS_5 = tl.constexpr(-1.453152027), tl.constexpr(1.061405429)
 def gelu_erf(x):
     """x * Phi(x), Phi the normal distribution: Phi(-|x|) = erfc(|x| / sqrt 2) / 2 by 7.1.26,
     one exp and one reciprocal. Not tl.erf: libdevice's erf made the epilogue of a 128 x 256
-    tile spill registers and cost 4-8% more (H200, BENCHMARKS.md), for accuracy that C's
-    rounding does not keep."""
+    tile spill registers and run slower, for accuracy that C's rounding does not keep."""
     z = tl.abs(x) * SQRT_HALF
     t = 1.0 / (1.0 + AS_P * z)
     erfc = t * (AS_1 + t * (AS_2 + t * (AS_3 + t * (AS_4 + t * AS_5)))) * tl.exp(-z * z)

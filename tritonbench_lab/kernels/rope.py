@@ -32,8 +32,8 @@ so the divisions by them are cheap and, where head_dim and the strides allow, ev
 and store is a 16-byte vector (one compile per layout of q and k heads, as in Inductor). One
 launch replaces the eager formulation's upcast, concatenation, negation, two multiplies and
 add per tensor. (The kernel before this one rotated a HEADS x half tile of both halves,
-reading each element once: its H200 sweep had it at 0.96-0.99x torch.compile in fp32
-prefill, this one's at 0.997-1.12x in two sweeps; BENCHMARKS.md.)
+reading each element once; it stayed behind torch.compile in fp32 prefill, where this layout
+keeps up with it.)
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def torch_rope(inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
 # --- space, inputs, cost -------------------------------------------------------------------
 
 # Output elements one thread holds: past this, q, k, their partners and the tables (six
-# fp32 values an element) crowd the registers; the H200's winners held 2-8 (BENCHMARKS.md).
+# fp32 values an element) crowd the registers; tuned winners hold well under this.
 MAX_PER_THREAD = 16
 # Blocks up to this size are never pruned for padding, so that the default runs everywhere.
 ALWAYS_BLOCK = 256

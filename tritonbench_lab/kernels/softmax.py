@@ -17,7 +17,7 @@ Rows wider than 65,536 columns (up to 2^24) can also take TILES > 1: a piece is 
 TILES tiles with a running max and sum, then read again after the wait to write y. The first
 walk asks the L2 to keep x (evict_last), the second and y's stores to leave it first: x
 crosses HBM once, a program holds a tile, and a row needs fewer pieces (fewer partners to wait
-for). KEEP_LAST=1 keeps the last tile's numerators in registers instead (BENCHMARKS.md).
+for). KEEP_LAST=1 keeps the last tile's numerators in registers instead.
 
 The wait relies on the GPU starting a 1-D grid's programs in launch order (NVIDIA GPUs do;
 CUDA does not promise it): the pieces of the oldest unfinished row are then all resident while
@@ -82,7 +82,7 @@ def _exp_shifted(x, m):
 @triton.jit
 def _load_tile(x_ptr, rows, cols, n_rows, n_cols, stride_xm, stride_xn):
     """The tile's rows; padding columns are -inf (exp(-inf) = 0). Rows past the end re-read a
-    real row (all padding gives -inf - -inf = NaN) and are not stored (BENCHMARKS.md)."""
+    real row (all padding gives -inf - -inf = NaN) and are not stored."""
     safe_rows = rows % n_rows
     return tl.load(x_ptr + safe_rows[:, None] * stride_xm + cols[None, :] * stride_xn,
                    mask=cols[None, :] < n_cols, other=-float("inf"))
@@ -178,7 +178,7 @@ def softmax_split_kernel(
     word = (piece_max.to(tl.int32, bitcast=True).to(tl.int64) << 32) | (
         piece_sum.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
     # Relaxed: the word is all a partner reads. The default (acq_rel) waits for the atomic's
-    # round trip before polling: a fifth of bf16 65,536-wide rows' speed (H200, BENCHMARKS.md).
+    # round trip before polling, and cost bf16 65,536-wide rows most of their speed.
     tl.atomic_xchg(stats_ptr + piece, word, sem="relaxed")
     if not PUBLISH_ONLY:
         # Spin on the row's last piece first (it starts last, so it mostly publishes last):
@@ -195,7 +195,7 @@ def softmax_split_kernel(
         row_sum = tl.sum(sums * tl.exp(maxes - row_max), axis=0)
         if TILES == 1 or KEEP_LAST == 1:
             # The held numerators (the piece, or its last tile) are rescaled from the piece's
-            # max to the row's: one exponential per element (twice ran 2-10% slower, H200).
+            # max to the row's: one exponential per element (two ran slower).
             scale = tl.where(piece_max == -float("inf"), 0.0, tl.exp(piece_max - row_max) / row_sum)
             last = start + (TILES - 1) * TILE + tl.arange(0, TILE)
             tl.store(y_row + last * stride_yn, (numerator * scale).to(y_ptr.dtype.element_ty),
@@ -298,7 +298,7 @@ def persistent_fits(config: Config, sizes, elem_bytes: int, limits) -> str | Non
 
 
 # Narrower pieces wait on their partners longer than a whole row costs one program (the
-# H200's fastest 65,536-wide splits: 4,096-8,192); narrower tiles pay a loop step each.
+# fastest 65,536-wide splits measured: 4,096-8,192); narrower tiles pay a loop step each.
 MIN_PIECE_COLS, MIN_TILE_COLS = 4096, 2048
 
 

@@ -1,9 +1,10 @@
 """How tlab starts its child processes: on a GPU, forked from one that imported torch once.
 
-A GPU sweep runs two timing workers and a compile pool of one process per core, and each
-imported torch and triton for itself: 4-6 s a process on the lent H200s (their torch has no
-bytecode, so every process compiles torch's modules from source), 17 at once, after the
-command itself had spent 6 s importing torch. The first row came 15 s after the command.
+A GPU sweep runs two timing workers and a compile pool of one process per core. Were each
+to import torch and triton for itself, every one would pay seconds for it (more where torch
+has no bytecode, so that every process compiles torch's modules from source), all of them at
+once and after the command's own import of torch: the first row would come long after the
+command started.
 
 Here the children come from multiprocessing's fork server instead: one process that imports
 torch, triton, tlab's worker and pool modules and the built-in kernels (`PRELOAD`), then forks
@@ -11,9 +12,9 @@ each child on request, which then starts in milliseconds with all of that alread
 The server never starts CUDA (importing these modules does not), so every child starts its
 own CUDA context as a spawned one would. `start_early` launches the server as the command
 begins, so that its imports run beside the command's own; a command that then finds nothing
-to measure stops it (`stop_early`). Beside the command's import it makes that one ~25%
-slower (H200), so the sweep starts it early only where it has work for certain; otherwise
-the first child starts it.
+to measure stops it (`stop_early`). Beside the command's import it makes that one
+noticeably slower, so the sweep starts it early only where it has work for certain;
+otherwise the first child starts it.
 
 A child's environment is the command's at the time the child starts (`environment`, applied
 by the child before anything reads it), not the server's copy from when the server started.
@@ -79,8 +80,7 @@ def pin_triton_cache_dir() -> None:
     """Set TRITON_CACHE_DIR to Triton's own default when it is unset, before the pool and the
     worker start (children.context does; they copy it). Inductor (the torch.compile
     baselines) otherwise points it at a folder of its own in the worker the first time it
-    compiles, and every config compiled ahead is then compiled again (seen on the H200: 266
-    configs recompiled)."""
+    compiles, and every config compiled ahead is then compiled again."""
     os.environ.setdefault("TRITON_CACHE_DIR", str(Path.home() / ".triton" / "cache"))
 
 

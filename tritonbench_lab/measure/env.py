@@ -117,7 +117,7 @@ def bytecode_note(module_file: str | None = None) -> str | None:
     """A note for the user when the command, and the server its child processes are forked
     from (children.py), will each compile torch's modules from source before they do
     anything: Python told not to write bytecode (PYTHONDONTWRITEBYTECODE) and torch installed
-    without it. About 5 s a process on the lent H200s (BENCHMARKS.md). None otherwise."""
+    without it: seconds a process before it starts its work. None otherwise."""
 
     if not sys.dont_write_bytecode:
         return None

@@ -325,8 +325,8 @@ def timing_order(request: SweepRequest, dtype) -> list:
     pool runs (a GPU, `--jobs` 2 or more), largest work first. The first shape's first pass
     waits on the pool's compiles; a large shape's configs each keep the GPU busy for as long
     as the pool takes to compile the next ones, a small shape's are timed in a few ms and
-    wait (H200, bf16 matmul 512-8192^3: 512^3 first, its first pass took 11 s for 4 s of
-    timing), and its short kernels are timed while the pool's processes load the CPU."""
+    wait (timed first, a small shape's first pass spends most of its time waiting on
+    compiles), and its short kernels are timed while the pool's processes load the CPU."""
     if request.interpret or request.jobs < 2:
         return list(request.shapes)
     spec = request.spec  # the work of a call: its throughput in a millisecond

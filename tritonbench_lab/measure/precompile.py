@@ -79,8 +79,8 @@ _inputs: dict = {}
 def _start(kernel_modules: tuple[str, ...]) -> None:
     """Pool process initialiser: the GPU backend, the user's kernels, compile-only launches.
     At the lowest CPU priority: the timing worker must get a core the moment it needs one,
-    or its launches fall behind the GPU and the wait is timed (seen on the H200: short
-    kernels timed 3-5x slow while 15 pool processes compiled)."""
+    or its launches fall behind the GPU and the wait is timed (short kernels then time
+    several times slower while the pool compiles)."""
     try:
         os.nice(19)
     except OSError:

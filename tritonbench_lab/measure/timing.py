@@ -3,7 +3,7 @@ before every call so that inputs are never served from cache:
 
 - events: `triton.testing.do_bench` (CUDA events around each call launched from Python).
   When the Python launch of a call takes longer than the flush before it (a 256 MB memset,
-  ~80 us on an H200), the GPU waits for the launch and the wait is timed: a short kernel
+  tens of microseconds), the GPU waits for the launch and the wait is timed: a short kernel
   measures its launch, not itself, and more so when the CPU is busy.
 - cudagraph: the same calls, flush, start event, kernel, end event, captured in one CUDA
   graph and replayed, so the GPU runs them back to back with no launch in between; each
@@ -15,16 +15,16 @@ after a flush and timed by its own events, to size the graph. A
 config whose median there is more than cut_factor x the shape's fastest first-pass time
 (the worker keeps it) stops: those calls are its row (method CUT). Only where that leader
 takes BOTH_CLOCKS_BELOW_MS or more, where events read what the graph does; there a slow
-config's graph is what the first pass spends most of its time on (8192^3 bf16: configs of
-up to 10x the leader's 1.4 ms, each replayed for the whole budget). Likewise a kernel that
-long whose first calls already fill the first pass's budget is timed by them (events).
-On the H200 the two took 8192^3's first pass from 68 to 54 ms a config (BENCHMARKS.md).
+config's graph is what the first pass spends most of its time on (at the largest matmuls,
+configs many times slower than the leader, each replayed for the whole budget). Likewise a
+kernel that long whose first calls already fill the first pass's budget is timed by them
+(events). Both shorten the first pass at such shapes.
 
 `--timing both` takes both. The row's p20/p50/p80 are then the graph's when the kernel is
 short (graph p50 under SHORT_KERNEL_MS), where launch overhead can masquerade as kernel
 time, or when the events read more than DISAGREE above the graph (the one way they do is
-host time timed as kernel time: seen on the H200 at 2048^3 bf16, ~27 us, events up to 2.9x
-the graph while the compile pool ran); the events' otherwise. Both medians are kept and
+host time timed as kernel time: a short kernel's events can read several times its graph
+time while the compile pool loads the CPU); the events' otherwise. Both medians are kept and
 `disagree` says whether they differ by more than DISAGREE. In the interpreter: wall clock,
 labelled as such.
 
@@ -49,18 +49,18 @@ QUANTILES = (0.2, 0.5, 0.8)
 TIMINGS = ("events", "cudagraph", "both")
 SHORT_KERNEL_MS = 0.020  # under this (graph p50), a row is judged on its graph time
 DISAGREE = 0.10  # events and graph medians further apart than this raise the row's flag
-# At or above this, the events clock reads what the graph does (H200, 2026-12-02: 4096^3 and
-# 8192^3 bf16 events/graph 1.00 and 0.98 median): `auto` then takes events alone, at half
-# the cost, wherever the shape's fastest time so far is this long (plan.bench_for).
+# At or above this, the events clock reads what the graph does (4096^3 and 8192^3 bf16
+# matmuls measured events/graph medians of 1.00 and 0.98): `auto` then takes events alone,
+# at half the cost, wherever the shape's fastest time so far is this long (plan.bench_for).
 BOTH_CLOCKS_BELOW_MS = 0.1
 # Below this, the graph judges every row that matters: the contenders are within a few
 # percent of the shape's fastest row, so under SHORT_KERNEL_MS too, and a baseline slower
 # than that can only read faster by the graph than by events (the graph times no launch
 # gaps), which does not flatter the winner. `auto` then takes the graph alone, at half the
-# cost (plan.bench_for; 512^3 and 1024^3 bf16 on an H200, ~7 and ~9 us).
+# cost (plan.bench_for; 512^3 and 1024^3 bf16 matmuls, of a few us, fall below it).
 GRAPH_ALONE_BELOW_MS = SHORT_KERNEL_MS * 0.75
 # A GPU that has idled runs its first ~100 ms of heavy load at its boost clock, then settles
-# lower (H200, 2026-12-02: 1980 MHz, then ~1500 MHz at 8192^3 bf16). After do_bench's 25 ms of
+# lower (at 8192^3 bf16, from about 1980 MHz to about 1500 MHz). After do_bench's 25 ms of
 # warm-up, the median of six timings of one 8192^3 matmul, each after 0.5 s idle, ranged
 # 14.5%; after 250 ms, 0.6%. So the timings that decide (contenders, confirmations, and
 # check's, which repeats a row's budget) warm up this long at shapes of BOTH_CLOCKS_BELOW_MS
@@ -269,7 +269,8 @@ def _first_calls(fn: Callable[[], object], budget_ms: float | None = None) -> Fi
     after a flush and timed by its own events. With a first pass's `budget_ms`, a kernel of
     BOTH_CLOCKS_BELOW_MS or more (by its first timed call) gets only the calls that fill the
     budget, two at least: they are its row (first_pass_verdict), and a config slower than
-    the leader spends fewer of its long calls (8192^3 bf16: 2-4 timed calls a config, not 5)."""
+    the leader spends fewer of its long calls (at the largest matmuls, a few timed calls a
+    config instead of ESTIMATE_CALLS)."""
     flush = _flush_buffer()
     flush.zero_()
     fn()

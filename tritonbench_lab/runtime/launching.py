@@ -2,16 +2,16 @@
 TLAB_FAST_LAUNCH=1 before the kernel modules are imported).
 
 Why: an eager program waits for a launch's host time wherever it exceeds the kernel's GPU
-time, and a kernel of a few microseconds launched through Triton does (BENCHMARKS.md, "Where
-tlab falls short": 52-55 µs a layernorm launch on an H200's host, F.layer_norm 7.5-21).
+time, and a kernel of a few microseconds launched through Triton does: Triton's dispatch
+holds the host several times longer than a PyTorch op's.
 Per launch, Triton's JITFunction.run finds the device and stream, binds every argument and
 specializes it (type, 16-byte alignment, divisibility by 16, the value 1), hashes that with
 the options into a cache key, looks the compiled kernel up, checks the globals the kernel
 read, and builds launch metadata for its hooks; only then does it call the compiled kernel's
-launcher. On the H200's host (fp32 layernorm, one row of 3,072) the short way took an
-`ops.layernorm` call from 39.6 to 27.5 µs and one of layernorm's launcher from 24.3 to 20.5
-(`PYTHONPATH=. python3 lab/launch_host_time.py`;
-`lab/dispatch_cpu_time.py` compares the two ways on a CPU, with a launcher that does nothing).
+launcher. The short way skips all of that for a signature seen before, which takes a good
+share off an `ops` call's host time (`PYTHONPATH=. python3 lab/launch_host_time.py` times
+both ways on a GPU's host; `lab/dispatch_cpu_time.py` compares them on a CPU, with a
+launcher that does nothing).
 It stays off by default: the compiled kernel's launcher is Triton's internal interface, which
 changes between releases, and only triton 3.6 has run this on a GPU.
 

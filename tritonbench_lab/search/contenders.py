@@ -20,9 +20,9 @@ leaders even when one config is far ahead.
 
 At most MAX_CONTENDERS are kept (the fastest by first-pass median). The cap only bites when
 more than that many configs are within noise of the leader: tied by this pass's own measure,
-of which the slowest are dropped. In the H200 sweeps of bf16 matmul 512-8192^3 (five runs,
-2026-12-02 to 12-04) the confirmed winner was at most the 7th by first-pass median, and 16
-contenders cost 512^3 and 2048^3 about 4 s each. No torch, no triton.
+of which the slowest are dropped. It is set above the first-pass rank that confirmed winners
+hold in practice, and keeps the full-budget pass short at shapes where many configs tie.
+No torch, no triton.
 """
 
 from __future__ import annotations

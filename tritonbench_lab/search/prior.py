@@ -10,12 +10,11 @@ Two lists, taken in turns (a config in both counts once):
   (NEARNESS to the minus the distance in doublings, so a shape twice as large in one dim
   weighs a quarter). It holds what the winners cannot: the runner-up that is within a few
   per cent everywhere, the config that suits shapes between two tuned ones. Winners alone
-  are few where most shapes agree: 8 of the H200's 17 bf16 matmul shapes won with one config.
+  are few where most shapes agree: many shapes of a kernel often win with one config.
 
-Replayed on the H200's rows, leaving one shape out at a time (BENCHMARKS.md, "Search
-strategies, replayed"), `prior:12` with the portfolio came within 2% of the best more often
-than from winners alone for matmul and matmul_gelu, as often for softmax, rmsnorm,
-layernorm, rope and add_rmsnorm. No torch, no triton.
+Replayed on committed rows, leaving one shape out at a time (replay.py), the portfolio brings
+a prior search near the best more often than the winners alone for the tiled matmul kernels,
+and as often for the row kernels. No torch, no triton.
 """
 
 from __future__ import annotations
@@ -155,7 +154,7 @@ def prior_configs(request, results: Sequence, dtype: str, shape: str,
     gets its value of then), the portfolio drawn from `configs`, this shape's space.
 
     On a GPU with nothing of this kernel and dtype yet, from the other GPUs' files under the
-    root instead (the committed H200 rows, for a first sweep on another GPU): what is fast on
+    root instead (another GPU's committed rows, for a first sweep on this one): what is fast on
     one GPU of a generation is a better start than the default, and the search times every
     config it keeps on this one."""
 

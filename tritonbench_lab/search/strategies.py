@@ -39,16 +39,16 @@ LOCAL_STARTS = 3
 # Configs of the prior (winners of other shapes and a portfolio, prior.py) the prior search
 # starts from. With the default and one random start, `prior:12` then times its whole cap
 # in its first batch: one round trip of compiling and timing a shape instead of two (a batch
-# of the two configs left). Replayed on the H200's matmul rows, 10 starts came within 2% of
-# the best in 78% of `prior:12` runs against 74% with 8, in 1.3 batches a shape against 2.0;
-# the other kernels' runs came out the same (BENCHMARKS.md, "Search strategies, replayed").
+# of the two configs left). Replayed on matmul rows (replay.py), 10 starts came near the best
+# a little more often than 8, in fewer batches a shape; the other kernels' runs came out the
+# same.
 PRIOR_STARTS = 10
 # The fewest configs a local search's batch holds while the best has them to give: its
 # untimed single moves, filled up with its pairs of moves. A sweep compiles each batch in
 # its pool before timing it, so a batch of two (a best with few untimed neighbours left)
-# leaves the pool idle for a round trip: on an H200, prior's matmul batches of one to
-# three configs cost about a second each. Replayed (BENCHMARKS.md), filling halved the
-# batches of prior and kept it as close to the best.
+# leaves the pool idle for a round trip: a matmul batch of one to three configs costs about
+# a second of compiling. Replayed, filling halved the batches of prior and kept it as close
+# to the best.
 LOCAL_MIN_BATCH = 16
 # The optimiser's objective for a config that failed: worse than any time, so that TPE
 # learns its region is bad (a FAIL state would be ignored and the region sampled again).
@@ -218,11 +218,11 @@ class LocalSearch(_Strategy):
     optimum, on from the runner-ups, which on tile spaces often sit on another ridge (the
     other kernel variant, the transposed tile). A batch of fewer than LOCAL_MIN_BATCH single
     moves is filled up with the best's pairs of moves: the sweep compiles a batch in
-    parallel, and waits for it. Stopping at the first local optimum missed the best by over
-    2% at a third of the replayed H200 matmul shapes. The search ends when the budget is
-    spent or no timed config has an untimed neighbour. The default budget is a third of the
-    space (at least 16): replaying H200 matmul times, it came within 2% of the best in 97% of
-    runs (BENCHMARKS.md).
+    parallel, and waits for it. Stopping at the first local optimum too often misses the best
+    in replays (replay.py), hence the runner-ups. The search ends when the budget is spent or
+    no timed config has an untimed neighbour. The default budget is a third of the space (at
+    least 16): in replays of tile spaces that nearly always reaches the exhaustive best, or
+    comes within noise of it.
     """
 
     name = "local"
@@ -269,11 +269,11 @@ class PriorSearch(LocalSearch):
     a portfolio of configs close to the best across the results' shapes), the default and
     one random config, then best-first descent from the fastest of them. A new shape's
     winner is usually fast at a shape near it, or a few moves from such a config. Replayed
-    on the H200's matmul times (leave one shape out), a fifth of the space came within 2% of
-    the best in 95% of runs (the local search at that budget: 85%, at a third: 100%), 12
-    configs in 78% (from winners alone: 53%; BENCHMARKS.md). On a GPU with nothing tuned yet
-    the prior comes from the other GPUs' files under the root; with none anywhere it is the
-    local search on a fifth."""
+    (leave one shape out), it comes near the best on a fifth of the space nearly as often as
+    the local search does on a third, and on a dozen configs the prior with its portfolio
+    does better than the winners alone. On a GPU with nothing tuned yet the prior comes from
+    the other GPUs' files under the root; with none anywhere it is the local search on a
+    fifth."""
 
     name = "prior"
     fraction = 1 / 5
@@ -293,10 +293,10 @@ class OptunaSearch(_Strategy):
     """Optuna's TPE sampler, asked and told in batches.
 
     Each parameter is an integer over the positions of its sorted values, not a categorical:
-    TPE then knows that 128 lies between 64 and 256 (replaying H200 matmul times, it came
-    within 2% of the best in 85-90% of runs, against 80% as categoricals). A point pruning removed,
-    or one timed already, is replaced by the nearest untimed config on the grid, recorded as
-    its own trial once timed; the sampled trial is failed, TPE learns no time for it.
+    TPE then knows that 128 lies between 64 and 256 (in replays it came near the best more
+    often that way than with categoricals). A point pruning removed, or one timed already,
+    is replaced by the nearest untimed config on the grid, recorded as its own trial once
+    timed; the sampled trial is failed, TPE learns no time for it.
     """
 
     name = "optuna"
