@@ -17,7 +17,8 @@ of those or a program named in OTHER_PROGRAMS.
   and ranges fail), every option they use must appear in `tlab COMMAND --help`, and kernel
   names, dtypes, sizes, shapes, spaces, searches, baselines and clocks go through tlab's own
   parsers and checks.
-- `make` lines: `make -n TARGET` succeeds. `python` lines: the script or module exists.
+- `make` lines, and `make ...` spans of inline code: `make -n TARGET` succeeds. `python`
+  lines: the script or module exists.
 
 Links ([text](path#anchor)) must lead to files and headings that exist; inline code that names a
 repository path or a `tritonbench_lab.*` name must name one that exists. The README stays under
@@ -185,13 +186,14 @@ def all_commands() -> list[Command]:
     return found
 
 
-def inline_tlab_commands() -> list[Command]:
-    """`tlab ...` spans of inline code (placeholder commands such as `tlab COMMAND` left out)."""
+def inline_commands(program: str) -> list[Command]:
+    """`tlab ...` or `make ...` spans of inline code (placeholder commands such as
+    `tlab COMMAND` left out)."""
     found = []
     for page in PAGES:
         for prose in read_page(page)[1]:
             for span in inline_spans(prose.text):
-                if re.match(r"(\.venv/bin/)?tlab\s+[a-z-]", span):
+                if re.match(rf"(\.venv/bin/)?{program}\s+[a-z-]", span):
                     found += split_commands(page, prose.line, span, fenced=False)
     return found
 
@@ -437,7 +439,7 @@ def test_every_sh_line_is_a_known_program():
 def test_every_tlab_line_parses_and_its_options_are_in_its_help():
     """Run lines and validated lines alike: parsed by tlab's own parser, options in --help;
     the lines not run have their values checked as well."""
-    commands = [c for c in [*all_commands(), *inline_tlab_commands()] if c.program == "tlab"]
+    commands = [c for c in [*all_commands(), *inline_commands("tlab")] if c.program == "tlab"]
     assert commands
     sandbox = make_sandbox()
     try:
@@ -472,7 +474,7 @@ def test_the_lines_that_run_here_run():
 
 def test_make_lines_name_targets_that_exist():
     problems = []
-    for command in all_commands():
+    for command in [*all_commands(), *inline_commands("make")]:
         if command.program != "make":
             continue
         done = subprocess.run(["make", "-n", *command.argv], cwd=REPO, capture_output=True,
