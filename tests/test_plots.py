@@ -149,6 +149,31 @@ def test_missing_inputs_are_one_line_errors(args, phrase, tmp_path):
     assert not (tmp_path / "plots").exists()
 
 
+def test_a_dtype_with_no_ok_row_is_skipped_and_said_unless_asked_for(tmp_path):
+    """A sweep stopped early (or failing everywhere) leaves a dtype with rows but no `ok`
+    one: plot and report draw everything else and name it; asked for, it is an error."""
+    import dataclasses
+
+    from fixture_results import record
+
+    from tritonbench_lab.data.records import CRASH
+    from tritonbench_lab.data.store import append_rows
+
+    folder = write_softmax_fixture(tmp_path)
+    append_rows(folder / "softmax.csv", [dataclasses.replace(
+        record("triton", "ROWS=1 num_warps=4", shape, 1.0, CRASH), dtype="bf16")
+        for shape in SHAPES])
+    out = tmp_path / "plots"
+    for command in ("plot", "report"):
+        result = run_tlab(command, "--root", str(tmp_path), "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        assert f"skipped {SLUG} softmax bf16: no row of it was timed ok" in result.stdout
+    assert (out / SLUG / "softmax-fp32.svg").exists()
+    assert not (out / SLUG / "softmax-bf16.svg").exists()
+    asked = run_tlab("plot", "--root", str(tmp_path), "--out", str(out), "--dtype", "bf16")
+    assert asked.returncode == 2 and "no ok rows for dtype 'bf16'" in asked.stderr
+
+
 def test_reading_and_drawing_import_neither_torch_nor_triton():
     code = ("import sys; import tritonbench_lab.views.plots, tritonbench_lab.views.report, "
             "tritonbench_lab.views.series, tritonbench_lab.data.ceilings, tritonbench_lab.tuned, "

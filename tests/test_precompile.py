@@ -85,13 +85,24 @@ def test_the_sweep_compiles_ahead_only_triton_configs_on_a_gpu(monkeypatch):
     monkeypatch.setattr(sweep, "CompilePool", FakePool)
     tasks = [Task("k", "triton", (64,), "fp32", {"BLOCK": 16}, 0),
              Task("k", "triton", (64,), "fp32", {"BLOCK": 32}, 0)]
+    import torch
+
+    from tritonbench_lab.measure.plan import job_footprint
+    from tritonbench_lab.spec import Cost
+
+    # Inputs and outputs of 1000 bytes: a timing worker holds them twice and a float64
+    # reference of 250 fp32 values (4000 bytes); two workers may at once.
+    spec = SimpleNamespace(cost=lambda shape, dtype: Cost(flops=0, bytes=1000))
     request = SimpleNamespace(interpret=False, jobs=8, kernel_modules=("m.py",),
-                              timeouts=SimpleNamespace(first_call_s=50.0))
+                              timeouts=SimpleNamespace(first_call_s=50.0), spec=spec,
+                              shapes=["one shape"], dtypes=[torch.float32], free_bytes=10**9)
     pool = sweep.start_pool(request, tasks, sweep.SweepEvents())
     ((made_pool, processes, options),) = made
     assert pool is made_pool and processes == 8
     assert [j.config for j in pool.submitted] == [{"BLOCK": 16}, {"BLOCK": 32}]  # timing order
     assert options["stall_s"] == 50.0 and options["kernel_modules"] == ("m.py",)
+    assert options["memory_budget"] == (10**9 - 2 * 4000) // 2
+    assert options["footprint_of"] is job_footprint
     for interpret, count in ((True, 8), (False, 1)):
         request.interpret, request.jobs = interpret, count
         assert sweep.start_pool(request, tasks, sweep.SweepEvents()) is None
@@ -269,3 +280,85 @@ def test_a_search_gives_the_pool_its_shape_space_behind_its_batches(monkeypatch,
     batch = pipeline.send([])
     proposed = [t.config["BLOCK"] for t in batch.tasks]
     assert calls == [(proposed, False)] and proposed and 128 not in proposed
+
+
+def timed_compile(job):
+    """Records when it ran (in TLAB_POOL_LOG's folder) and takes a fifth of a second."""
+    start = time.monotonic()
+    time.sleep(0.2)
+    log = os.path.join(os.environ["TLAB_POOL_LOG"], f"{job.config['BLOCK']}")
+    with open(log, "w") as out:
+        out.write(f"{start} {time.monotonic()}")
+    return job.key, 0.2, ""
+
+
+def most_at_once(folder) -> int:
+    spans = [tuple(map(float, p.read_text().split())) for p in folder.iterdir()]
+    return max(sum(1 for s, e in spans if s < mid < e) for mid in
+               (start + 0.1 for start, _ in spans))
+
+
+def test_jobs_run_together_only_while_their_device_bytes_fit_the_budget(tmp_path, monkeypatch):
+    """On an 80 GB GPU sixteen pool processes each holding a large shape's inputs left the
+    timing worker out of memory: the pool admits jobs by their footprint."""
+    monkeypatch.setenv("TLAB_POOL_LOG", str(tmp_path))
+    many = [Job("k", (64,), "fp32", 0, {"BLOCK": b}, footprint=40) for b in range(1, 9)]
+    result = precompile(many, processes=4, compile_fn=timed_compile, start_fn=fake_start,
+                        memory_budget=100)
+    assert len(result.seconds) == 8
+    assert most_at_once(tmp_path) == 2  # 2 x 40 fits 100, 3 x 40 does not
+
+
+def test_a_job_larger_than_the_budget_still_runs_alone(tmp_path, monkeypatch):
+    monkeypatch.setenv("TLAB_POOL_LOG", str(tmp_path))
+    big = [Job("k", (64,), "fp32", 0, {"BLOCK": b}, footprint=500) for b in (1, 2, 3)]
+    result = precompile(big, processes=3, compile_fn=timed_compile, start_fn=fake_start,
+                        memory_budget=100)
+    assert len(result.seconds) == 3 and most_at_once(tmp_path) == 1
+
+
+def test_footprints_come_from_the_cost_model_when_jobs_carry_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("TLAB_POOL_LOG", str(tmp_path))
+    asked = []
+
+    def footprint_of(job):
+        asked.append(job.config["BLOCK"])
+        return 60
+
+    result = precompile(jobs(1, 2, 3, 4), processes=4, compile_fn=timed_compile,
+                        start_fn=fake_start, memory_budget=100, footprint_of=footprint_of)
+    assert sorted(asked) == [1, 2, 3, 4] and len(result.seconds) == 4
+    assert most_at_once(tmp_path) == 1  # 60 + 60 > 100
+
+
+def test_without_a_budget_every_process_is_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("TLAB_POOL_LOG", str(tmp_path))
+    many = [Job("k", (64,), "fp32", 0, {"BLOCK": b}, footprint=40) for b in range(1, 5)]
+    precompile(many, processes=4, compile_fn=timed_compile, start_fn=fake_start)
+    assert most_at_once(tmp_path) == 4
+
+
+def test_a_pool_process_keeps_small_inputs_and_gives_large_ones_back(monkeypatch):
+    import torch
+
+    from tritonbench_lab.measure import precompile as pool
+
+    monkeypatch.setattr(pool, "_inputs", {})
+    made = []
+
+    def make(n):
+        def inputs():
+            made.append(n)
+            return {"x": torch.ones(n, dtype=torch.uint8), "eps": 1e-6}
+        return inputs
+
+    small = Job("k", (1,), "fp32", 0, {})
+    pool.shape_inputs(small, make(1024))
+    pool.give_back_large_inputs()
+    pool.shape_inputs(small, make(1024))  # the same case: kept, not made again
+    assert made == [1024] and pool._inputs
+    monkeypatch.setattr(pool, "KEEP_INPUTS_BYTES", 512)
+    pool.give_back_large_inputs()
+    assert not pool._inputs  # 1024 bytes > 512: given back
+    pool.shape_inputs(small, make(1024))
+    assert made == [1024, 1024]

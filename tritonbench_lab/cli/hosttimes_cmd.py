@@ -19,7 +19,7 @@ from tritonbench_lab.cli.options import (
 )
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.measure.env import cuda_available, fingerprint
+from tritonbench_lab.measure.env import cuda_available, fingerprint, free_device_bytes
 from tritonbench_lab.measure.precompile import default_jobs, precompile
 
 
@@ -42,6 +42,7 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
     # late: `tlab --help` imports no torch, and triton only after `prepare`
     from tritonbench_lab.gates.hosttimes import plan_kernel, time_kernel
     from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.measure.plan import job_footprint, pool_memory_budget
     from tritonbench_lab.measure.sweep import new_run_id
 
     fp = fingerprint(backend)
@@ -59,7 +60,9 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
     if jobs:
         console.print(f"compiling {len(jobs)} winner config(s) in a pool of processes")
         precompile(jobs, processes=default_jobs(),
-                   kernel_modules=tuple(str(p) for p in kernel_modules or ()))
+                   kernel_modules=tuple(str(p) for p in kernel_modules or ()),
+                   memory_budget=pool_memory_budget(free_device_bytes("cuda")),
+                   footprint_of=job_footprint)
     run_id = new_run_id()
     timed = sum(time_kernel(plan, layout, fp, "cuda", console.print, run_id) for plan in plans)
     console.print(f"{timed} winner(s) timed on {fp.gpu}'s host (run {run_id}); rows in "

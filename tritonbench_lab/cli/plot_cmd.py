@@ -48,8 +48,11 @@ def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
     from tritonbench_lab.views.series import targets
 
     formats = _formats(format)
-    found = targets(root, gpu_name or old_gpu, split_list(kernel), known_dtypes(dtype))
+    skipped: list[str] = []
+    found = targets(root, gpu_name or old_gpu, split_list(kernel), known_dtypes(dtype), skipped)
     console = Console()
+    for note in skipped:
+        console.print(note)
     for target in found:
         for path in draw_target(target, out, formats, default_config_text(target.kernel)):
             console.print(f"wrote {path}")
@@ -64,8 +67,13 @@ def report(gpu_name: GpuName = None, out: Out = Path("plots"), root: Root = Path
     from tritonbench_lab.views.report import write_reports
     from tritonbench_lab.views.series import targets
 
-    for path in write_reports(targets(root, gpu_name or old_gpu), out, default_config_text):
-        Console().print(f"wrote {path}")
+    skipped: list[str] = []
+    found = targets(root, gpu_name or old_gpu, skipped=skipped)
+    console = Console()
+    for note in skipped:
+        console.print(note)
+    for path in write_reports(found, out, default_config_text):
+        console.print(f"wrote {path}")
 
 
 def register(app: typer.Typer) -> None:

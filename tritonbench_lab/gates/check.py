@@ -35,7 +35,8 @@ from tritonbench_lab.errors import TlabError
 from tritonbench_lab.gates.regret import regret_of_file
 from tritonbench_lab.gates.retime import retime
 from tritonbench_lab.kernels import get_spec
-from tritonbench_lab.measure.env import INTERPRETER
+from tritonbench_lab.measure.env import INTERPRETER, free_device_bytes
+from tritonbench_lab.measure.plan import job_footprint, pool_memory_budget
 from tritonbench_lab.measure.precompile import Job, default_jobs, precompile
 from tritonbench_lab.measure.source import source_hash
 from tritonbench_lab.measure.verify import check, poison
@@ -317,4 +318,6 @@ def compile_ahead(files: list[Path], kernel_modules: tuple[str, ...],
             jobs.append(Job(w.kernel, tuple(verify_shape(spec, config).sizes), w.dtype, 0, config))
             if path.parent.name == timed_gpu:
                 jobs.append(Job(w.kernel, shape_sizes(w.shape), w.dtype, 0, config))
-    precompile(jobs, processes=default_jobs(), kernel_modules=kernel_modules)
+    precompile(jobs, processes=default_jobs(), kernel_modules=kernel_modules,
+               memory_budget=pool_memory_budget(free_device_bytes("cuda")),
+               footprint_of=job_footprint)

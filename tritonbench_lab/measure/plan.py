@@ -228,6 +228,31 @@ def memory_estimate(spec: KernelSpec, shape: Shape, dtype) -> int:
     return 2 * cost.bytes + cost.bytes // dtype.itemsize * 8
 
 
+def job_footprint(job) -> int:
+    """Device bytes a compile job (precompile.Job) holds while it compiles: its inputs and
+    outputs, the cost model's bytes."""
+    # late: triton reads TRITON_INTERPRET at its first import; the command has set it
+    from tritonbench_lab.kernels import get_spec
+
+    spec = get_spec(job.kernel)
+    return spec.cost(spec.shape(*job.sizes), parse_dtype(job.dtype)).bytes
+
+
+def pool_memory_budget(free_bytes: int, held_by_workers: int = 0) -> int:
+    """Device bytes the compile pool's jobs may hold at once: half of the free memory that
+    the timing workers leave (each pool process also holds a CUDA context, and the
+    allocator keeps some slack)."""
+    return max(1, (free_bytes - held_by_workers) // 2)
+
+
+def sweep_pool_budget(request: SweepRequest) -> int:
+    """The pool's budget in a sweep: beside it, two timing workers (the sweep's and a fresh
+    one confirming) may each hold the largest shape (memory_estimate)."""
+    largest = max((memory_estimate(request.spec, shape, dtype)
+                   for shape in request.shapes for dtype in request.dtypes), default=0)
+    return pool_memory_budget(request.free_bytes, 2 * largest)
+
+
 def interpreter_seconds(request: SweepRequest, shape: Shape, configs: list
                         ) -> tuple[float, float] | None:
     """Estimated interpreter wall time of the attempts of these configs at `shape` (each:

@@ -7,6 +7,13 @@ compile-only warm-ups (`JITFunction.run(..., warmup=True)`: compiled, never laun
 kernels land in Triton's on-disk cache, from which the timing worker then loads them in
 milliseconds.
 
+Each pool process makes the job's inputs on the GPU (the launcher needs real tensors to
+specialise on), so the pool admits jobs only while their device bytes (`Job.footprint`, the
+cost model's inputs and outputs) fit a budget (`memory_budget`): on an 80 GB GPU, sixteen
+processes each holding a shape of several GB would leave the timing worker none. A process
+keeps a small shape's inputs for the next config of that shape and gives a large one's back
+at once.
+
 Nothing here decides a row. A config that fails to compile in the pool fails again in the
 worker, which records it as now; a pool process that dies or hangs only loses the head start
 (the pool is stopped after `--compile-timeout` seconds without progress). Each config's
@@ -17,6 +24,7 @@ nothing, so it has no pool.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import dataclasses
 import os
 import threading
 import time
@@ -28,6 +36,9 @@ from tritonbench_lab.space import config_text
 
 # (kernel, sizes, dtype, seed, config text) of one task: what the pool compiles.
 Key = tuple[str, tuple[int, ...], str, int, str]
+# A pool process keeps one shape's inputs for the next config of that shape only up to this
+# many bytes; larger ones are freed (and the allocator's cache emptied) after each compile.
+KEEP_INPUTS_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -37,10 +48,12 @@ class Job:
     dtype: str
     seed: int
     config: dict
+    footprint: int = 0  # device bytes of its inputs and outputs while it compiles; 0: unknown
 
     @classmethod
-    def of(cls, task) -> Job:
-        return cls(task.kernel, tuple(task.sizes), task.dtype, task.seed, dict(task.config))
+    def of(cls, task, footprint: int = 0) -> Job:
+        return cls(task.kernel, tuple(task.sizes), task.dtype, task.seed, dict(task.config),
+                   footprint)
 
     @property
     def key(self) -> Key:
@@ -117,16 +130,43 @@ def _compile(job: Job) -> tuple[Key, float, str]:
     start = time.perf_counter()
     try:
         spec = get_spec(job.kernel)
-        case = (job.kernel, job.sizes, job.dtype, job.seed)
-        if case not in _inputs:
-            _inputs.clear()  # one shape's inputs at a time
-            _inputs[case] = spec.make_inputs(spec.shape(*job.sizes), parse_dtype(job.dtype),
-                                             "cuda", job.seed)
-        inputs = _inputs[case]
+        inputs = shape_inputs(job, lambda: spec.make_inputs(
+            spec.shape(*job.sizes), parse_dtype(job.dtype), "cuda", job.seed))
         spec.launch(inputs, job.config, spec.allocate_outputs(inputs))
     except Exception as err:  # the worker meets it again and records it
         return job.key, time.perf_counter() - start, f"{type(err).__name__}: {err}"[:200]
+    finally:
+        inputs = None
+        give_back_large_inputs()
     return job.key, time.perf_counter() - start, ""
+
+
+def shape_inputs(job: Job, make: Callable[[], dict]) -> dict:
+    """The inputs of the job's case: kept from the last job when it was the same case (small
+    inputs are kept, KEEP_INPUTS_BYTES), else made (and one case's at most held)."""
+    case = (job.kernel, job.sizes, job.dtype, job.seed)
+    if case not in _inputs:
+        _inputs.clear()
+        _inputs[case] = make()
+    return _inputs[case]
+
+
+def give_back_large_inputs() -> None:
+    """After a compile: forget kept inputs larger than KEEP_INPUTS_BYTES and return their
+    memory to the device, so that an idle pool process holds no large shape."""
+    held = sum(_tensor_bytes(v) for inputs in _inputs.values() for v in inputs.values())
+    if held > KEEP_INPUTS_BYTES:
+        _inputs.clear()
+        # late: `tlab --help` imports no torch
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def _tensor_bytes(value) -> int:
+    nbytes = getattr(value, "nbytes", None)
+    return nbytes if isinstance(nbytes, int) else 0
 
 
 # --- in the sweep -------------------------------------------------------------------------
@@ -160,13 +200,18 @@ class CompilePool:
     background jobs: compiled only while no submitted job waits, and moved ahead the moment
     the search proposes one (or the sweep waits for it), so a search's batches find their
     kernels compiled instead of waiting on a pool that sat idle. Thread-safe: several device
-    threads may wait at once."""
+    threads may wait at once. Jobs run at once only while their footprints fit
+    `memory_budget` bytes (0: no limit); one job always may, however large."""
 
     def __init__(self, processes: int, *, kernel_modules: tuple[str, ...] = (),
                  stall_s: float = 120.0, progress: Callable[[int, int], None] | None = None,
                  compile_fn: Callable[[Job], tuple[Key, float, str]] = _compile,
-                 start_fn: Callable[[tuple[str, ...]], None] = _start):
+                 start_fn: Callable[[tuple[str, ...]], None] = _start,
+                 memory_budget: int = 0, footprint_of: Callable[[Job], int] | None = None):
         self.processes = max(1, processes)
+        self.memory_budget = memory_budget
+        self._footprint_of = footprint_of  # for jobs submitted without a footprint
+        self._held = 0  # footprints of the jobs running now
         self.stall_s = stall_s
         self.progress = progress
         self.result = Precompiled()
@@ -199,6 +244,8 @@ class CompilePool:
             if self.result.stopped:
                 return
             for job in jobs:
+                if self._footprint_of and not job.footprint:
+                    job = dataclasses.replace(job, footprint=self._footprint_of(job))
                 if job.key in self._futures:
                     if not background and job.key in self._later:
                         self._now[job.key] = self._later.pop(job.key)
@@ -223,17 +270,24 @@ class CompilePool:
                 self._futures[key].cancel()
                 continue
             self._running += 1
+            self._held += job.footprint
             self._compiling[family(key)] = self._compiling.get(family(key), 0) + 1
-            running.add_done_callback(lambda done, key=key: self._ran(key, done))
+            running.add_done_callback(
+                lambda done, key=key, footprint=job.footprint: self._ran(key, footprint, done))
 
     def _next_key(self) -> Key | None:
         """The first queued job, submitted ones before background ones, whose family is not
-        compiling now (the lock held); None when every queued job waits on its family."""
+        compiling now and whose footprint fits beside the running jobs' (the lock held);
+        None when every queued job waits."""
         for queue in (self._now, self._later):
-            for key in queue:
-                if not self._compiling.get(family(key)):
+            for key, job in queue.items():
+                if not self._compiling.get(family(key)) and self._fits(job.footprint):
                     return key
         return None
+
+    def _fits(self, footprint: int) -> bool:
+        return (not self.memory_budget or self._running == 0
+                or self._held + footprint <= self.memory_budget)
 
     def ready(self, key: Key) -> bool:
         """Whether a job's compile is over (done or failed), or was never the pool's to do:
@@ -241,10 +295,11 @@ class CompilePool:
         future = self._futures.get(key)
         return future is None or future.done() or bool(self.result.stopped)
 
-    def _ran(self, key: Key, done: futures.Future) -> None:
+    def _ran(self, key: Key, footprint: int, done: futures.Future) -> None:
         """A process finished a job: pass its outcome to the key's future, start the next."""
         with self._lock:
             self._running -= 1
+            self._held -= footprint
             self._compiling[family(key)] -= 1
             if not self.result.stopped:
                 self._dispatch()
@@ -328,7 +383,9 @@ class CompilePool:
 def precompile(jobs: Iterable[Job], *, processes: int, kernel_modules: tuple[str, ...] = (),
                stall_s: float = 120.0, progress: Callable[[int, int], None] | None = None,
                compile_fn: Callable[[Job], tuple[Key, float, str]] = _compile,
-               start_fn: Callable[[tuple[str, ...]], None] = _start) -> Precompiled:
+               start_fn: Callable[[tuple[str, ...]], None] = _start,
+               memory_budget: int = 0, footprint_of: Callable[[Job], int] | None = None
+               ) -> Precompiled:
     """Compile every job in a pool of `processes` and wait for all (Precompiled.seconds: the
     job keys that compiled). Stops early, keeping what it has, when no job finishes for
     `stall_s` seconds or the pool breaks."""
@@ -337,6 +394,7 @@ def precompile(jobs: Iterable[Job], *, processes: int, kernel_modules: tuple[str
         return Precompiled(jobs=len(unique))
     pool = CompilePool(min(processes, len(unique)), kernel_modules=kernel_modules,
                        stall_s=stall_s, progress=progress, compile_fn=compile_fn,
-                       start_fn=start_fn)
+                       start_fn=start_fn, memory_budget=memory_budget,
+                       footprint_of=footprint_of)
     pool.submit(unique)
     return pool.drain()

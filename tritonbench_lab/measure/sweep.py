@@ -56,8 +56,10 @@ from tritonbench_lab.measure.plan import (
     SweepRequest,
     check_request,
     is_same_toolchain,
+    job_footprint,
     plan,
     pruned_key,
+    sweep_pool_budget,
     task_key,
 )
 from tritonbench_lab.measure.precompile import CompilePool, Job, config_major
@@ -394,6 +396,7 @@ def start_pool(request: SweepRequest, tasks: list[Task],
     if request.interpret or request.jobs < 2:
         return None
     pool = CompilePool(request.jobs, kernel_modules=request.kernel_modules,
-                       stall_s=request.timeouts.first_call_s, progress=events.compiling)
+                       stall_s=request.timeouts.first_call_s, progress=events.compiling,
+                       memory_budget=sweep_pool_budget(request), footprint_of=job_footprint)
     pool.submit(config_major(Job.of(t) for t in tasks))
     return pool

@@ -119,9 +119,11 @@ class Target:
 
 
 def targets(root: Path, gpu_name: str | None = None, kernels: list[str] | None = None,
-            dtypes: list[str] | None = None) -> list[Target]:
+            dtypes: list[str] | None = None, skipped: list[str] | None = None) -> list[Target]:
     """Every (GPU, kernel, dtype) with results under root, or those asked for; each results
-    file is read once. TlabError naming what exists when something asked for does not."""
+    file is read once. TlabError naming what exists when something asked for does not. A
+    dtype not asked for whose rows have no `ok` one (a sweep that failed everywhere, or
+    stopped early) is left out, and said so in `skipped`."""
     layout = Layout(root)
     if gpu_name:
         folders = [locate(gpu_name, root)]
@@ -143,5 +145,10 @@ def targets(root: Path, gpu_name: str | None = None, kernels: list[str] | None =
                 if dtype not in present:
                     raise TlabError(f"no {dtype} rows for {kernel} in {str(folder)!r} (it has: "
                                     f"{', '.join(present)})")
+                if not dtypes and not any(r.dtype == dtype and r.status == OK for r in records):
+                    if skipped is not None:
+                        skipped.append(f"skipped {folder.name} {kernel} {dtype}: no row of it "
+                                       "was timed ok")
+                    continue
                 found.append(Target(folder, kernel, dtype, records))
     return found
