@@ -46,8 +46,27 @@ def configs(tmp_path, monkeypatch):
     tuned.clear_cache()
 
 
-def parse(text):
-    return {k: int(v) for k, v in (item.split("=") for item in text.split())}
+def parse(text, spec=MATMUL):
+    """A config text as lookup returns it: completed by the one rule (KernelSpec.complete);
+    A, B and C were written before matmul had TMA and STREAM_K, which then were 0."""
+    stored = {k: int(v) for k, v in (item.split("=") for item in text.split())}
+    completed = spec.complete(stored)
+    assert spec is not MATMUL or completed == {**stored, "TMA": 0, "STREAM_K": 0}
+    return completed
+
+
+def test_a_stored_config_is_completed_and_one_that_cannot_be_is_refused(configs):
+    got = lookup("matmul", "bf16", gpu="fixture-gpu", M=1024, N=1024, K=1024)
+    assert list(got) == list(MATMUL.space.params)  # every parameter, in the space's order
+    write_winners(configs / "fixture-gpu" / "matmul.csv", [
+        winner("1024x1024x1024", A + " SPLIT_K=4"),  # a parameter matmul never had
+        winner("2048x2048x2048", "BLOCK_M=64 num_warps=4")])  # lacks what was never added
+    os.utime(configs / "fixture-gpu" / "matmul.csv", (1, 1))
+    tuned.clear_cache()
+    with pytest.raises(TlabError, match="has unknown SPLIT_K"):
+        lookup("matmul", "bf16", gpu="fixture-gpu", M=1024, N=1024, K=1024)
+    with pytest.raises(TlabError, match="lacks BLOCK_N, BLOCK_K, GROUP_M, num_stages"):
+        lookup("matmul", "bf16", gpu="fixture-gpu", M=2048, N=2048, K=2048)
 
 
 def test_exact_hit(configs):
@@ -228,8 +247,8 @@ def test_a_kernel_can_compare_shapes_by_what_its_configs_see(configs, monkeypatc
             winner("1x4096x32x128", narrow, kernel=kernel)])
     tuned.clear_cache()
     sizes = {"batch": 4, "seq": 4096, "heads": 32, "head_dim": 128}
-    assert lookup("sizes_rope", torch.bfloat16, gpu="fixture-gpu", **sizes) == parse(narrow)
-    assert lookup("rope", torch.bfloat16, gpu="fixture-gpu", **sizes) == parse(wide)
+    assert lookup("sizes_rope", torch.bfloat16, gpu="fixture-gpu", **sizes) == parse(narrow, ROPE)
+    assert lookup("rope", torch.bfloat16, gpu="fixture-gpu", **sizes) == parse(wide, ROPE)
     found = tuned.find("rope", torch.bfloat16, (4, 4096, 32, 128), gpu="fixture-gpu")
     assert found.distance == 0 and not found.exact
     assert tuned.find("sizes_rope", torch.bfloat16, (4, 4096, 32, 128),
@@ -239,4 +258,4 @@ def test_a_kernel_can_compare_shapes_by_what_its_configs_see(configs, monkeypatc
     assert tuned.find("rope", torch.bfloat16, (8, 2048, 32, 128), gpu="fixture-gpu").row.config == wide
     # The exact shape still comes first: 1 x 4096 finds its own row, not 1 x 16384's.
     assert lookup("rope", torch.bfloat16, gpu="fixture-gpu", batch=1, seq=4096, heads=32,
-                  head_dim=128) == parse(narrow)
+                  head_dim=128) == parse(narrow, ROPE)

@@ -10,6 +10,7 @@ from test_lookup import winner, write_winners
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.data.records import parse_config_text
+from tritonbench_lab.errors import TlabError
 from tritonbench_lab.ops import NEAR_MARGIN, decide
 
 A = "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 TMA=0"
@@ -168,7 +169,9 @@ def test_ops_matmul_chooses_once_per_shape_and_follows_the_file(configs, device,
     for _ in range(3):
         c = ops.matmul(a, b)
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
-    assert binds == [parse_config_text(A)]  # the new file: tlab's kernel, bound once
+    # the new file: tlab's kernel, bound once, under A completed by the one rule (A is from
+    # before STREAM_K existed: completed with what the kernel did then)
+    assert binds == [{**parse_config_text(A), "STREAM_K": 0}]
 
 
 def test_ops_give_the_op_result_for_what_the_kernels_cannot_take(configs, device):
@@ -371,3 +374,19 @@ def test_ops_matmul_gelu_refuses_an_unknown_form(configs, device):
     a = torch.randn(4, 4, device=device)
     with pytest.raises(ValueError, match="accepted are 'none' and 'tanh'"):
         ops.matmul_gelu(a, a, torch.randn(4, device=device), approximate="sigmoid")
+
+
+def test_a_shape_the_kernels_spec_refuses_goes_to_the_op_without_a_decision(monkeypatch):
+    """Which shapes a kernel can take is its spec's check_shape (softmax: at most 2^24
+    columns), read once per shape; the configs are not even consulted there."""
+    from tritonbench_lab.kernels import get_spec
+
+    def decide(*args, **kwargs):
+        raise AssertionError("decided a shape the spec refuses")
+
+    monkeypatch.setattr(ops, "decide", decide)
+    too_wide = (1, 2**24 + 1)
+    with pytest.raises(TlabError, match="at most"):
+        get_spec("softmax").check_shape(get_spec("softmax").shape(*too_wide))
+    assert ops._choose("softmax", torch.float32, too_wide, -1, None) == (None, None)
+    assert ops._choose("add", torch.float32, (0,), -1, None) == (None, None)

@@ -66,3 +66,34 @@ def test_incomplete_specs_are_refused_with_the_missing_piece(change, phrase):
     fields.update(change)
     with pytest.raises(TlabError, match=phrase):
         KernelSpec(**fields)
+
+
+def test_a_stored_config_is_completed_by_the_one_rule_or_refused_naming_what_is_wrong():
+    from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX
+
+    before_split = {"ROWS": 1, "num_warps": 4}  # written before PER_SM, SPLIT, ... existed
+    completed = SOFTMAX.complete(before_split)
+    assert list(completed) == list(SOFTMAX.space.params)
+    assert {k: completed[k] for k in SOFTMAX.space.added} == dict(SOFTMAX.space.added)
+    with pytest.raises(TlabError, match=r"lacks BLOCK_N, BLOCK_K, GROUP_M, num_stages"):
+        MATMUL.complete({"BLOCK_M": 64, "num_warps": 4})  # never-added parameters missing
+    with pytest.raises(TlabError, match="has unknown SPLIT_K"):
+        MATMUL.complete({**MATMUL.space.default, "SPLIT_K": 2})
+
+
+def test_bind_is_the_specs_own_else_its_modules_else_none():
+    """`bound` gives the launcher `ops` calls: the spec's `bind`, else the kernel module's
+    `bind` function (the built-in row kernels and matmul), else None (matmul_fp8 has none)."""
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.kernels import softmax as softmax_module
+
+    softmax = get_spec("softmax")
+    seen = []
+    own = dataclasses.replace(softmax, name="own_bind", bind=lambda c: seen.append(c) or "mine")
+    assert own.bound({"ROWS": 1, "num_warps": 4}) == "mine"
+    assert seen == [softmax.complete({"ROWS": 1, "num_warps": 4})]  # completed first
+    assert softmax.bind is None and callable(softmax.bound(softmax.space.default))
+    assert softmax_module.bind is not None  # what `bound` found
+    assert get_spec("matmul_fp8").bound(get_spec("matmul_fp8").space.default) is None
+    with pytest.raises(TlabError, match="bind is not callable"):
+        dataclasses.replace(softmax, bind="not a function")

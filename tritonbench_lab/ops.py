@@ -43,19 +43,22 @@ import torch
 import torch.nn.functional as F
 
 from tritonbench_lab.data.records import TFLOPS, TORCH_OP, TRITON, parse_config_text
-from tritonbench_lab.kernels import add as _add
+from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels import layernorm as _layernorm
 from tritonbench_lab.kernels import matmul as _matmul
 from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
-from tritonbench_lab.kernels import softmax as _softmax
 from tritonbench_lab.shapes import shape_sizes, shape_text
 from tritonbench_lab.spec import parse_dtype, triton_interpreting
 from tritonbench_lab.tuned import alignment_class, config_dir, current_gpu_slug, dtype_key, find
 
 log = logging.getLogger(__name__)
+
+# What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
+_DTYPES = {name: frozenset(get_spec(name).dtypes) for name in
+           ("matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add")}
 
 # A tuned shape counts as near when its sizes are within a factor of NEAR in all (the sum of
 # |log2| ratios over dims is at most log2(NEAR)), and tlab's kernel is then used only where it
@@ -212,7 +215,7 @@ def bound_launch(kernel: str, dtype, sizes: tuple[int, ...], device: int,
 
 
 def _plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
-          bind: Callable[[dict], Callable]) -> Callable | None:
+          bind: Callable[[dict], Callable] | None = None) -> Callable | None:
     """The memoised choice for a call: a bound launch of tlab's kernel, or None for the
     PyTorch op. `device` is tensor.get_device() (-1 on the CPU): cheaper than .device. Where
     eager calls and captured ones are decided apart, each call asks which it is."""
@@ -255,16 +258,24 @@ def _capturing(device: int) -> bool:
 
 
 def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
-            bind: Callable[[dict], Callable]) -> tuple[Callable | None, Callable | None]:
-    """(eager launch, captured launch), each None where ops calls the PyTorch op."""
+            bind: Callable[[dict], Callable] | None) -> tuple[Callable | None, Callable | None]:
+    """(eager launch, captured launch), each None where ops calls the PyTorch op: where the
+    kernel's spec refuses the shape (check_shape), and where the configs say so (decide).
+    `bind` binds a config (default: the spec's, KernelSpec.bound)."""
     if device < 0 and not triton_interpreting():  # CPU tensors only in the interpreter
+        return None, None
+    spec = get_spec(kernel)
+    try:
+        spec.check_shape(spec.shape(*sizes))
+    except TlabError:
         return None, None
     if device not in _slugs:
         _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
     choice = decide(kernel, dtype, sizes, gpu=_slugs[device])
     log.debug("tlab ops: %s %s %s on %s: %s, captured %s (%s)", kernel, choice.dtype,
               choice.shape, _slugs[device], choice.provider, choice.captured, choice.reason)
-    launch = bind(choice.config) if choice.config is not None else None
+    config = spec.complete(choice.config) if choice.config is not None else None
+    launch = None if config is None else bind(config) if bind else spec.bound(config)
     return (launch if choice.uses_triton else None,
             launch if choice.captured_uses_triton else None)
 
@@ -284,9 +295,9 @@ def _takes(launch: Callable | None, a: torch.Tensor, b: torch.Tensor,
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """a @ b for 2-D a (M x K) and b (K x N)."""
-    if a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _matmul.SPEC.dtypes:
+    if a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _DTYPES["matmul"]:
         launch = _plan("matmul", a.dtype, (a.shape[0], b.shape[1], a.shape[1]),
-                       a.get_device(), _matmul.bind)
+                       a.get_device())
         if _takes(launch, a, b, out):
             return launch(a, b, out)
     return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
@@ -301,7 +312,7 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     if form is None:
         raise ValueError(f"approximate={approximate!r}: accepted are 'none' and 'tanh'")
     if (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype == bias.dtype
-            and a.dtype in _matmul_gelu.SPEC.dtypes and bias.shape == (b.shape[1],)
+            and a.dtype in _DTYPES["matmul_gelu"] and bias.shape == (b.shape[1],)
             and bias.is_contiguous()):
         kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
         launch = _plan(kernel, a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device(),
@@ -314,8 +325,8 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
 
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dim of a 2-D x."""
-    if x.ndim == 2 and x.dtype in _softmax.SPEC.dtypes and x.shape[1] <= _softmax.MAX_COLS:
-        launch = _plan("softmax", x.dtype, tuple(x.shape), x.get_device(), _softmax.bind)
+    if x.ndim == 2 and x.dtype in _DTYPES["softmax"]:
+        launch = _plan("softmax", x.dtype, tuple(x.shape), x.get_device())
         if launch is not None:
             return launch(x, out)
     y = torch.softmax(x, dim=-1)
@@ -327,8 +338,8 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
     """RMSNorm of the rows of x, or of x + residual: y, or (y, x + residual) with a residual
     (the fused add_rmsnorm kernel)."""
     kernel = "rmsnorm" if residual is None else "add_rmsnorm"
-    if x.ndim == 2 and x.dtype in _rmsnorm.SPEC.dtypes and weight.dtype == x.dtype:
-        launch = _plan(kernel, x.dtype, tuple(x.shape), x.get_device(), _rmsnorm.bind)
+    if x.ndim == 2 and x.dtype in _DTYPES["rmsnorm"] and weight.dtype == x.dtype:
+        launch = _plan(kernel, x.dtype, tuple(x.shape), x.get_device())
         if launch is not None:
             return launch(x, weight, eps, residual)
     h = x if residual is None else x + residual
@@ -339,9 +350,9 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
               eps: float = _layernorm.EPS) -> torch.Tensor:
     """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim)."""
-    if (x.ndim == 2 and x.dtype in _layernorm.SPEC.dtypes and weight.dtype == bias.dtype == x.dtype
+    if (x.ndim == 2 and x.dtype in _DTYPES["layernorm"] and weight.dtype == bias.dtype == x.dtype
             and weight.shape == bias.shape == (x.shape[1],)):
-        launch = _plan("layernorm", x.dtype, tuple(x.shape), x.get_device(), _layernorm.bind)
+        launch = _plan("layernorm", x.dtype, tuple(x.shape), x.get_device())
         if launch is not None:
             return launch(x, weight, bias, eps)
     return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
@@ -354,10 +365,10 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
     shape (the sweeps tune q and k of one shape; with fewer k heads both the kernel and the
     PyTorch op have less of k to do)."""
     if (q.ndim == 4 and k.ndim == 4 and k.shape[:2] == q.shape[:2] and k.shape[3] == q.shape[3]
-            and k.shape[2] <= q.shape[2] and k.dtype == q.dtype and q.dtype in _rope.SPEC.dtypes
+            and k.shape[2] <= q.shape[2] and k.dtype == q.dtype and q.dtype in _DTYPES["rope"]
             and q.shape[3] % 2 == 0 and cos.dtype == sin.dtype == torch.float32
             and cos.shape == sin.shape == (q.shape[1], q.shape[3] // 2)):
-        launch = _plan("rope", q.dtype, tuple(q.shape), q.get_device(), _rope.bind)
+        launch = _plan("rope", q.dtype, tuple(q.shape), q.get_device())
         if launch is not None:
             return launch(q, k, cos, sin)
     return _rope.rotate_half_rope(q, k, cos, sin)
@@ -365,9 +376,9 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
 
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x + y for contiguous tensors of one shape and dtype (any number of dims)."""
-    if (x.shape == y.shape and x.dtype == y.dtype and x.dtype in _add.SPEC.dtypes
-            and x.is_contiguous() and y.is_contiguous() and 0 < x.numel() <= _add.MAX_ELEMENTS):
-        launch = _plan("add", x.dtype, (x.numel(),), x.get_device(), _add.bind)
+    if (x.shape == y.shape and x.dtype == y.dtype and x.dtype in _DTYPES["add"]
+            and x.is_contiguous() and y.is_contiguous()):
+        launch = _plan("add", x.dtype, (x.numel(),), x.get_device())
         if launch is not None:
             return launch(x, y)
     return torch.add(x, y)

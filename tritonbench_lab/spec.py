@@ -18,6 +18,7 @@ shape as one with a single result.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from tritonbench_lab.data.records import GBPS, TFLOPS, dtype_name_of
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.runtime import launching
 from tritonbench_lab.shapes import Shape  # re-exported: kernel modules import Shape from here
-from tritonbench_lab.space import Config, Space
+from tritonbench_lab.space import Config, Space, config_text
 
 # Names users type for dtypes, in the order tlab lists them.
 DTYPES: dict[str, torch.dtype] = {
@@ -86,75 +87,98 @@ def throughput(cost: Cost, metric: str, ms: float) -> float:
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """One kernel, described completely enough for tlab to tune and judge it.
+    """One kernel, described completely enough for tlab to tune, judge and serve it.
 
-    Fields:
+    The fields, by what they say (keyword arguments, any order; the ones with a default may be
+    left out):
+
+    What the kernel is:
         name: registry name, a lower-case identifier (`matmul`).
         summary: one line for `tlab list`.
         dims: names of the shape's sizes, e.g. ("M", "N", "K") or ("rows", "cols").
         dtypes: dtypes the kernel supports.
+        metric: TFLOPS for compute-bound kernels, GBPS for memory-bound ones.
+        cost: (shape, dtype) -> Cost: the work and the fewest bytes one call must move.
+
+    How it is launched:
         launch: (inputs, config, outputs) -> outputs; runs the Triton kernel under exactly
-            `config` (no autotuning inside) and writes into `outputs`.
+            `config` (no autotuning inside) and writes into `outputs`. tlab hands it only
+            complete configs: every parameter of `space` (a stored config from before a
+            parameter existed is completed with the space's `added` value first).
         allocate_outputs: inputs -> empty output tensors of the right shapes and dtypes.
+        space: the config space, with its constraints.
+        check_shape: shape -> None, raising TlabError for a shape the kernel cannot run
+            (sweeps refuse such shapes up front; `ops` calls the PyTorch op there).
+        bind: config -> a launcher bound to that config, taking the op's own arguments
+            (what `tritonbench_lab.ops` calls). Default: the kernel module's `bind`
+            function, if it has one (`bound`).
+
+    How it is judged:
+        make_inputs: (shape, dtype, device, seed) -> inputs; seeded random, never zeros.
         reference: inputs -> outputs computed in float64 (the ground truth).
-        baselines: provider name -> (inputs -> outputs), e.g. "torch", "unfused", "compiled".
+        tolerance: dtype -> Tolerance.
+        baselines: provider name -> (inputs -> outputs), e.g. "torch" (the PyTorch op;
+            every kernel should have it), "unfused", "compiled" (see `compile_baseline`).
         gpu_only_baselines: names of baselines that only run on a GPU (not planned in the
             interpreter).
         opt_in_baselines: names of baselines that tune themselves for seconds a shape
             (torch.compile's max-autotune): timed only when `--baselines` names them or
             says all.
-        autotune_key: the Triton kernel's argument names for the dims (`tlab export
-            --format autotune` writes them as the key); default: dims.
-        space: the config space, with its constraints.
+
+    Which shapes:
         default_shapes: the shapes a sweep uses when none are given (GPU-sized).
         small_shapes: shapes small enough for Triton's interpreter on a CPU.
-        make_inputs: (shape, dtype, device, seed) -> inputs; seeded random, never zeros.
-        tolerance: dtype -> Tolerance.
-        cost: (shape, dtype) -> Cost.
-        metric: TFLOPS for compute-bound kernels, GBPS for memory-bound ones.
-        check_shape: shape -> None, raising TlabError for a shape the kernel cannot run.
-        interpreter_dtypes: dtypes Triton's interpreter computes correctly for this kernel.
         from_size: n -> Shape for a single size on the command line (default: every dim n).
         small_from_size: the same in Triton's interpreter, where shapes must stay small
             (a row kernel: a few dozen rows of n columns); default: from_size.
-        interpreter_seconds: (shape, config) -> rough wall time of one launch in Triton's
-            interpreter on one CPU core; shapes far too big for it are refused up front.
-            None: no estimate (nothing is refused).
+
+    How Triton's interpreter runs it:
+        interpreter_dtypes: dtypes the interpreter computes correctly for this kernel.
+        interpreter_seconds: (shape, config) -> rough wall time of one launch there on one
+            CPU core; shapes far too big for it are refused up front. None: no estimate.
+
+    What search, lookup and export read:
         prior_from: names of kernels with the same main loop and space (matmul_gelu's:
             matmul), whose winners `--search prior` also starts from.
         near_sizes: sizes -> what `tuned.lookup` (and so `ops`) compares between an untuned
             shape and the tuned ones (alignment class and distance), for a kernel whose
             configs see some sizes only through a product (rope: batch x seq, the tokens).
             None: the sizes themselves.
+        autotune_key: the Triton kernel's argument names for the dims (`tlab export
+            --format autotune` writes them as the key); default: dims.
     """
 
+    # what the kernel is
     name: str
     summary: str
     dims: tuple[str, ...]
     dtypes: tuple[torch.dtype, ...]
+    # how it is launched
     launch: Callable[[Inputs, Config, Outputs], Outputs]
     allocate_outputs: Callable[[Inputs], Outputs]
+    # how it is judged
     reference: Callable[[Inputs], Outputs]
     baselines: Mapping[str, Callable[[Inputs], Any]]
     space: Space
+    # which shapes
     default_shapes: tuple[Shape, ...]
     small_shapes: tuple[Shape, ...]
     make_inputs: Callable[[Shape, torch.dtype, str, int], Inputs]
     tolerance: Mapping[torch.dtype, Tolerance]
     cost: Callable[[Shape, torch.dtype], Cost]
     metric: str
+    # (the fields above have no default, so they come first; their groups are the docstring's)
     check_shape: Callable[[Shape], None] = field(default=lambda shape: None)
+    bind: Callable[[Config], Callable] | None = None
     gpu_only_baselines: tuple[str, ...] = ()
     opt_in_baselines: tuple[str, ...] = ()
-    # The kernel's size arguments, for an exported @triton.autotune key (default: dims).
-    autotune_key: tuple[str, ...] | None = None
-    interpreter_dtypes: tuple[torch.dtype, ...] | None = None
-    # What a single size in `--sizes` means; by default every dim takes it (M = N = K = n).
     from_size: Callable[[int], Shape] | None = None
     small_from_size: Callable[[int], Shape] | None = None
+    interpreter_dtypes: tuple[torch.dtype, ...] | None = None
     interpreter_seconds: Callable[[Shape, Config], float] | None = None
     prior_from: tuple[str, ...] = ()
     near_sizes: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None
+    autotune_key: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         problems = spec_problems(self)
@@ -171,6 +195,27 @@ class KernelSpec:
                 f"got {len(sizes)}"
             )
         return Shape(tuple(zip(self.dims, sizes, strict=True)))
+
+    def complete(self, config: Mapping[str, int]) -> Config:
+        """The one rule for a stored config that lacks a parameter: completed with the
+        space's `added` value (what the kernel did before the parameter existed); one that
+        still lacks one, or names one the space does not have, is a TlabError naming it."""
+        complete = self.space.complete(config)
+        missing = [name for name in self.space.params if name not in complete]
+        unknown = [name for name in complete if name not in self.space.params]
+        if missing or unknown:
+            parts = [f"{what} {', '.join(names)}" for what, names in
+                     (("lacks", missing), ("has unknown", unknown)) if names]
+            raise TlabError(f"{self.name} config {config_text(config)} {'; '.join(parts)} "
+                            f"(its parameters: {', '.join(self.space.params)})")
+        return complete
+
+    def bound(self, config: Mapping[str, int]) -> Callable | None:
+        """A launcher of this kernel bound to `config` (completed), taking the op's own
+        arguments: `bind`, else the kernel module's `bind` function; None when it has
+        neither (then only the harness, through `launch`, runs it)."""
+        bind = self.bind or getattr(inspect.getmodule(self.launch), "bind", None)
+        return bind(self.complete(config)) if callable(bind) else None
 
     def size_to_shape(self, n: int, interpreting: bool = False) -> Shape:
         """The shape a single size means for this kernel (see `from_size`)."""
@@ -198,7 +243,13 @@ class KernelSpec:
 
 
 def spec_problems(spec: KernelSpec) -> list[str]:
-    """Every way `spec` falls short of the contract, as short phrases (empty when complete)."""
+    """Every way `spec` falls short of the contract, as short phrases (empty when complete),
+    group by group (the KernelSpec docstring's)."""
+    return [*_identity_problems(spec), *_launch_problems(spec), *_judging_problems(spec),
+            *_shape_problems(spec)]
+
+
+def _identity_problems(spec: KernelSpec) -> list[str]:
     problems = []
     if not (isinstance(spec.name, str) and spec.name.isidentifier() and spec.name.islower()):
         problems.append(f"name must be a lower-case identifier, got {spec.name!r}")
@@ -208,9 +259,24 @@ def spec_problems(spec: KernelSpec) -> list[str]:
         problems.append("dims is empty")
     if not spec.dtypes or any(d not in DTYPE_NAMES for d in spec.dtypes):
         problems.append(f"dtypes must be a non-empty subset of {', '.join(DTYPES)}")
-    for attr in ("launch", "allocate_outputs", "reference", "make_inputs", "cost", "check_shape"):
-        if not callable(getattr(spec, attr)):
-            problems.append(f"{attr} is not callable")
+    if spec.metric not in (TFLOPS, GBPS):
+        problems.append(f"metric must be {TFLOPS!r} or {GBPS!r}")
+    return problems
+
+
+def _launch_problems(spec: KernelSpec) -> list[str]:
+    problems = [f"{attr} is not callable" for attr in
+                ("launch", "allocate_outputs", "reference", "make_inputs", "cost", "check_shape")
+                if not callable(getattr(spec, attr))]
+    if spec.bind is not None and not callable(spec.bind):
+        problems.append("bind is not callable")
+    if not isinstance(spec.space, Space) or len(spec.space) == 0:
+        problems.append("space must be a non-empty Space")
+    return problems
+
+
+def _judging_problems(spec: KernelSpec) -> list[str]:
+    problems = []
     if not spec.baselines:
         problems.append("baselines is empty: give at least the PyTorch op to compare with")
     elif any(not callable(fn) for fn in spec.baselines.values()):
@@ -219,13 +285,14 @@ def spec_problems(spec: KernelSpec) -> list[str]:
         problems.append("gpu_only_baselines must name baselines")
     elif set(spec.opt_in_baselines) - set(spec.baselines):
         problems.append("opt_in_baselines must name baselines")
-    if not isinstance(spec.space, Space) or len(spec.space) == 0:
-        problems.append("space must be a non-empty Space")
     missing_tol = [DTYPE_NAMES.get(d, str(d)) for d in spec.dtypes if d not in spec.tolerance]
     if missing_tol:
         problems.append(f"no tolerance for {', '.join(missing_tol)}")
-    if spec.metric not in (TFLOPS, GBPS):
-        problems.append(f"metric must be {TFLOPS!r} or {GBPS!r}")
+    return problems
+
+
+def _shape_problems(spec: KernelSpec) -> list[str]:
+    problems = []
     for attr in ("default_shapes", "small_shapes"):
         shapes: Sequence[Shape] = getattr(spec, attr)
         if not shapes:

@@ -201,7 +201,7 @@ def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int
     ordered = ordered_sizes(kernel, sizes, dims)
     found = find(kernel, dtype, ordered, gpu=gpu, directory=directory)
     if found.row is not None:
-        return parse_config_text(found.row.config)
+        return completed(kernel, parse_config_text(found.row.config))
     key = dtype_key(dtype)
     warn_key = (str(found.path), key, alignment_class(ordered))
     if warn_key not in _warned:
@@ -219,6 +219,15 @@ def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int
     return dict(get_spec(kernel).space.default)
 
 
+def completed(kernel: str, config: dict[str, int]) -> dict[str, int]:
+    """A stored config as the kernel runs it: completed by the one rule (KernelSpec.complete)
+    when the kernel is registered; as stored for a kernel whose module was not loaded."""
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.kernels import get_spec, names
+
+    return get_spec(kernel).complete(config) if kernel in names() else dict(config)
+
+
 def check_round_trip(spec, slug: str, directory: Path, winners: list[Winner]) -> None:
     """After a sweep wrote its winners: looking up each tuned shape must return exactly the
     winner just written; anything else is a bug in tlab, not in the user's input."""
@@ -227,6 +236,6 @@ def check_round_trip(spec, slug: str, directory: Path, winners: list[Winner]) ->
         shape = spec.shape(*shape_sizes(w.shape))
         got = lookup(spec.name, w.dtype, gpu=slug, directory=directory, dims=spec.dims,
                      **dict(shape.dims))
-        if got != parse_config_text(w.config):
+        if got != spec.complete(parse_config_text(w.config)):
             raise RuntimeError(f"lookup({spec.name}, {w.dtype}, {w.shape}) returned "
                                f"{got}, not the winner {w.config}")
