@@ -76,6 +76,27 @@ def test_schema_documents_every_host_times_column_in_order():
         f.name for f in fields(HostTime))
 
 
+@pytest.mark.parametrize("heading, name", [
+    ("results/<gpu-slug>/portability/<from-gpu>.csv", "Carried"),
+    ("configs/<gpu-slug>/carried/<from-gpu>.csv", "Trust"),
+])
+def test_schema_documents_every_portability_column_in_order(heading, name):
+    from dataclasses import fields
+
+    from tritonbench_lab.data import records
+
+    assert tuple(table(heading)) == tuple(f.name for f in fields(getattr(records, name)))
+
+
+def test_a_bool_cell_reads_back_as_written_and_nothing_else_passes():
+    from tritonbench_lab.data.records import Trust, row_decoder, to_cells
+
+    row = Trust("add", "fp32", "a", "b", "9.0", 2, 0, 1.0, 1.1, "64", False, "3.6", "2026-01-01")
+    assert row_decoder(Trust)(to_cells(row)) == row  # "False" is not truthy text
+    with pytest.raises(ValueError, match="trusted is not True or False: 'yes'"):
+        row_decoder(Trust)([*to_cells(row)[:10], "yes", *to_cells(row)[11:]])
+
+
 def test_schema_names_every_status():
     text = SCHEMA.read_text()
     for status in STATUSES:

@@ -32,6 +32,7 @@ at most once every RECHECK_S seconds, and choices are made afresh when it change
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -42,6 +43,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from tritonbench_lab.data.portability import describe
 from tritonbench_lab.data.records import TFLOPS, TORCH_OP, TRITON, parse_config_text
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec
@@ -126,8 +128,17 @@ def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None
            directory: Path | None = None) -> Choice:
     """The choice for these sizes (in the kernel's dims order), from the configs only. The
     same rule twice: on GPU times (what a CUDA graph replays), and on eager times, where the
-    configs record both sides' host time (else eager calls follow the GPU times)."""
+    configs record both sides' host time (else eager calls follow the GPU times). Where the
+    configs are another GPU's (trusted here by the portability measurement), the reason says
+    whose and what the trust rests on."""
     found = find(kernel, dtype, sizes, gpu=gpu, directory=directory)
+    choice = _decide(kernel, dtype, sizes, found)
+    if found.borrowed is None:
+        return choice
+    return dataclasses.replace(choice, reason=f"{choice.reason}; from {describe(found.borrowed)}")
+
+
+def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
     shape = shape_text(sizes)
     name = dtype_key(dtype)
     row = found.row

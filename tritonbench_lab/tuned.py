@@ -18,6 +18,8 @@ Which row:
   descriptors), so a config never crosses it. Nearest means the smallest sum over dims of
   |log2(size / tuned size)| (3000 is nearer 4096 than 2048), ties to the larger shape (a
   config tuned for more work under-fills a smaller problem less than the reverse over-fills);
+- no rows of this kernel and dtype for this GPU at all: another GPU's file, where the committed
+  portability measurement trusts that GPU's configs here (data/portability.py);
 - nothing in the class (or no file): the kernel's default config, with one warning per file,
   dtype and class that names them.
 Files are parsed once and re-read when they change. No torch, no triton at import.
@@ -34,7 +36,8 @@ from pathlib import Path
 
 from tritonbench_lab.data import store
 from tritonbench_lab.data.layout import INTERPRETER_SLUG, Layout, config_file_in, slugify
-from tritonbench_lab.data.records import Winner, dtype_name_of, parse_config_text
+from tritonbench_lab.data.portability import trusted_sources
+from tritonbench_lab.data.records import Trust, Winner, dtype_name_of, parse_config_text
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.shapes import shape_sizes
 
@@ -163,6 +166,8 @@ class Found:
     sizes: tuple[int, ...]
     row: Winner | None  # the exact or nearest tuned row of the same class; None: nothing
     near: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None  # kernel's near_sizes
+    # Where the file is another GPU's: the trust it rests on (data/portability.py).
+    borrowed: Trust | None = None
 
     @property
     def exact(self) -> bool:
@@ -178,13 +183,26 @@ class Found:
 
 def find(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
          directory: Path | None = None) -> Found:
-    """The tuned row `lookup` would use for these sizes (in dims order), if any."""
+    """The tuned row `lookup` would use for these sizes (in dims order), if any: from this
+    GPU's file; where it has no rows of this kernel and dtype, from another GPU's whose
+    configs the committed portability measurement trusts here (data/portability.py)."""
     slug = gpu or current_gpu_slug()
-    path = config_file_in(Path(directory or config_dir()), slug, kernel)
+    configs = Path(directory or config_dir())
+    path = config_file_in(configs, slug, kernel)
     key = dtype_key(dtype)
-    rows = [r for r in store.load_winners(path) if r.kernel == kernel and r.dtype == key]
     near = near_sizes_of(kernel)
+    rows = _rows(path, kernel, key)
+    if not rows:
+        for trust in trusted_sources(configs, slug, kernel, key):
+            other = config_file_in(configs, trust.from_gpu, kernel)
+            borrowed = _rows(other, kernel, key)
+            if borrowed:
+                return Found(other, sizes, nearest_row(borrowed, sizes, near), near, trust)
     return Found(path, sizes, nearest_row(rows, sizes, near), near)
+
+
+def _rows(path: Path, kernel: str, dtype: str) -> list[Winner]:
+    return [r for r in store.load_winners(path) if r.kernel == kernel and r.dtype == dtype]
 
 
 def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int] | None = None,

@@ -29,6 +29,7 @@ from tritonbench_lab.cli import (
     list_cmd,
     opsbench_cmd,
     plot_cmd,
+    portability_cmd,
     sweep_cmd,
     targets_cmd,
 )
@@ -68,6 +69,7 @@ plot_cmd.register(app)
 export_cmd.register(app)
 check_cmd.register(app)
 compare_cmd.register(app)
+portability_cmd.register(app)
 targets_cmd.register(app)
 explain_cmd.register(app)
 opsbench_cmd.register(app)

@@ -9,6 +9,7 @@ import typer
 
 from tritonbench_lab.cli.options import Dtypes, KernelName, known_dtypes
 from tritonbench_lab.data.layout import Layout
+from tritonbench_lab.data.portability import CARRIED
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.tuned import config_dir
@@ -46,7 +47,9 @@ def explain(
         raise TlabError(f"--shape {shape!r}: {kernel} shapes have {len(spec.dims)} sizes "
                         f"({'x'.join(spec.dims)})")
     folder = Layout(root).configs if root is not None else config_dir()
-    found = sorted(p.parent.name for p in folder.glob(f"*/{kernel}.csv"))
+    # A GPU's own configs, or (data/portability.py) another GPU's trusted there.
+    found = sorted({p.parent.name for p in folder.glob(f"*/{kernel}.csv")}
+                   | {p.parent.parent.name for p in folder.glob(f"*/{CARRIED}/*.csv")})
     if not found:
         raise TlabError(f"no configs for {kernel} under {str(folder)!r}: run `tlab sweep` first")
     if gpu_name and gpu_name not in found:

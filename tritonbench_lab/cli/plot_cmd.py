@@ -40,8 +40,9 @@ def _formats(values: list[str] | None) -> tuple[str, ...]:
 def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
          out: Out = Path("plots"), root: Root = Path("."), format: Formats = None,
          old_gpu: OldGpu = None) -> None:
-    """Draw throughput-vs-size and config-landscape pictures per GPU, kernel and dtype, from
-    stored results (deterministic: the same rows give the same files)."""
+    """Draw throughput-vs-size and config-landscape pictures per GPU, kernel and dtype, and
+    (for a whole GPU) the regret of other GPUs' configs carried there, from stored results
+    (deterministic: the same rows give the same files)."""
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import default_config_text
     from tritonbench_lab.views.plots import draw_target
@@ -56,6 +57,12 @@ def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
     for target in found:
         for path in draw_target(target, out, formats, default_config_text(target.kernel)):
             console.print(f"wrote {path}")
+    if not kernel and not dtype:  # a whole GPU: also the configs carried there
+        from tritonbench_lab.views import portability  # late: `tlab --help` imports no pandas
+
+        for folder, slug in dict.fromkeys((t.folder, t.slug) for t in found):
+            for path in portability.draw_all(folder, slug, out, formats):
+                console.print(f"wrote {path}")
 
 
 def report(gpu_name: GpuName = None, out: Out = Path("plots"), root: Root = Path("."),

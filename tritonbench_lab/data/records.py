@@ -204,6 +204,62 @@ class HostTime:
     timestamp: str
 
 
+@dataclass(frozen=True)
+class Carried:
+    """Another GPU's winner timed on this one at the same shape, beside this GPU's own winner
+    and the PyTorch op, in the same fresh workers (`tlab portability`): what carrying that
+    GPU's configs file here would cost."""
+
+    kernel: str
+    dtype: str
+    shape: str
+    from_gpu: str  # slug of the GPU whose winner was carried here
+    carried_config: str
+    native_config: str  # this GPU's own winner at the shape
+    status: str  # OK, or how the carried config failed here
+    carried_ms: float | None  # the best of the rounds' medians
+    native_ms: float | None
+    op_ms: float | None
+    rounds: int
+    gpu: str
+    gpu_slug: str
+    capability: str  # this GPU's compute capability, e.g. "9.0"
+    torch: str
+    triton: str
+    tlab: str
+    source: str  # the kernel source both winners were tuned on
+    run_id: str
+    timestamp: str
+
+    @property
+    def regret(self) -> float | None:
+        """The carried config's time over this GPU's own winner's (1.0: nothing lost)."""
+        if self.status != OK or not self.carried_ms or not self.native_ms:
+            return None
+        return self.carried_ms / self.native_ms
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Whether one GPU's configs of a kernel and dtype hold on another, by the standing
+    portability rows (`Carried`) of that pair: what `ops` and `tuned.lookup` read on a GPU
+    with no configs of its own for that kernel and dtype."""
+
+    kernel: str
+    dtype: str
+    from_gpu: str
+    gpu_slug: str  # the GPU the carried configs were timed on
+    capability: str
+    shapes: int  # shapes timed
+    failed: int  # shapes where the carried config did not run correctly here
+    median_regret: float | None
+    worst_regret: float | None
+    worst_shape: str
+    trusted: bool  # no failure, and the worst regret within data.portability's tolerance
+    triton: str
+    date: str  # of the newest row it rests on
+
+
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record))
 WINNER_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Winner))
 CEILING_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Ceiling))
@@ -252,10 +308,17 @@ def from_cells(cls: type, values: dict[str, str]) -> Any:
     return row_decoder(cls)([values[name] for name in _kinds(cls)])
 
 
+_BOOLS = {"True": True, "False": False}
+
+
 def _convert(name: str, base: type, optional: bool):
     def convert(text: str):
         if text == "" and optional:
             return None
+        if base is bool:  # bool("False") is True: only the two words to_cells writes
+            if text not in _BOOLS:
+                raise ValueError(f"{name} is not True or False: {text!r}")
+            return _BOOLS[text]
         try:
             return base(text)
         except ValueError:

@@ -24,10 +24,20 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from tritonbench_lab.data.records import Ceiling, HostTime, Record, Winner, row_decoder, to_cells
+from tritonbench_lab.data.records import (
+    Carried,
+    Ceiling,
+    HostTime,
+    Record,
+    Trust,
+    Winner,
+    row_decoder,
+    to_cells,
+)
 from tritonbench_lab.errors import TlabError
 
-_KIND = {Record: "results", Winner: "winners", Ceiling: "ceilings", HostTime: "host times"}
+_KIND = {Record: "results", Winner: "winners", Ceiling: "ceilings", HostTime: "host times",
+         Carried: "portability", Trust: "carried configs"}
 _cache: dict[tuple, list] = {}
 
 # Columns added at the end of a table after files of it existed, with the cell older rows

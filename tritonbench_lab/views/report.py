@@ -12,6 +12,7 @@ from tritonbench_lab.data.layout import plot_stem, report_file
 from tritonbench_lab.data.records import Record
 from tritonbench_lab.data.store import make_folder
 from tritonbench_lab.shapes import shape_sizes
+from tritonbench_lab.views import portability
 from tritonbench_lab.views.series import DEFAULT, TUNED, series
 
 
@@ -66,8 +67,9 @@ def write_report(path: Path, gpu: str, sections: list[str], sources: str) -> Pat
 
 def write_reports(targets: list, out: Path, default_config_of, picture_format: str = "svg"
                   ) -> list[Path]:
-    """One REPORT.md per GPU among `targets` (series.Target), under <out>/<gpu>/; the
-    pictures it links are those `tlab plot` writes beside it."""
+    """One REPORT.md per GPU among `targets` (series.Target), under <out>/<gpu>/, with a
+    section per GPU whose configs were carried here (views/portability.py); the pictures it
+    links are those `tlab plot` writes beside it."""
 
     by_gpu: dict[str, list] = {}
     for target in targets:
@@ -81,6 +83,7 @@ def write_reports(targets: list, out: Path, default_config_of, picture_format: s
             ceiling, curve = judging(t.folder, t.records[0].metric, t.dtype)
             sections.append(kernel_section(t.records, t.kernel, t.dtype, ceiling,
                                            default_config_of(t.kernel), pictures, curve))
+        sections += portability.sections(items[0].folder, slug, picture_format)
         written.append(write_report(report_file(out, slug), items[0].records[-1].gpu,
                                     sections, f"`results/{slug}/`"))
     return written
