@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Lab runbook, not part of the product: a GPU's share of issue 52 as resumable device calls.
+# Run from the repository root on the device machine, once per call (a call lasts at most
+# 600 s; the machine stays warm 30 s after it), again until it prints "all done":
+#
+#   bash lab/gpu_plan.sh sweeps         # a GPU without configs: the main job from an empty
+#                                       #   root, calibrate, every kernel swept (the H100's
+#                                       #   first session ran this as lab/h100_sweeps.sh)
+#   bash lab/gpu_plan.sh gates          # the H100 after its sweeps: add_rmsnorm and softmax
+#                                       #   swept again (--fresh: their first sweep ran out of
+#                                       #   memory), host-times, three checks, ops-bench, the
+#                                       #   H200's winners timed here (tlab portability)
+#   bash lab/gpu_plan.sh portability    # the H200: the H100's winners timed here
+#
+# Everything runs in one root kept on the machine between calls (/root/plan: a copy of the
+# checkout's results/ and configs/ on the first call; the sweeps plan starts it empty). Each
+# call starts no step its estimate says would not end within DEADLINE seconds, and packs this
+# GPU's results/, configs/ and the logs into $OUT/plan.tar.gz: unpack it over the checkout
+# (tar xzf plan.tar.gz; the logs go to logs/, which is not committed).
+set -uo pipefail
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}
+ROOT=${ROOT:-/root/plan}
+DEADLINE=${DEADLINE:-560}
+plan=${1:?sweeps, gates or portability}
+begin=$(date +%s)
+if [ ! -d "$ROOT" ]; then
+  mkdir -p "$ROOT"
+  [ "$plan" = sweeps ] || cp -r results configs "$ROOT/"
+fi
+mkdir -p "$OUT" "$ROOT/.done" "$ROOT/logs"
+export TLAB_CONFIG_DIR=$ROOT/configs  # ops-bench reads the plan's configs
+nvidia-smi --query-gpu=name,serial,driver_version --format=csv,noheader | tee -a "$ROOT/logs/gpu.txt"
+slug=$(python3 -c "import torch; from tritonbench_lab.data.layout import slugify; \
+print(slugify(torch.cuda.get_device_name()))")
+
+# name | estimate in s | command (run as `python3 -m tritonbench_lab COMMAND --root ROOT`)
+case "$plan" in
+  sweeps) STEPS=(
+    "main|75|sweep matmul --dtype bf16 --sizes 512-8192"
+    "calibrate|60|calibrate"
+    "matmul-bf16|160|sweep matmul --dtype bf16"
+    "matmul-fp16|70|sweep matmul --dtype fp16 --sizes 512-8192"
+    "matmul_fp8|180|sweep matmul_fp8 --dtype fp8e4m3"
+    "matmul_gelu|190|sweep matmul_gelu --dtype bf16"
+    "rmsnorm|110|sweep rmsnorm --dtype fp32,bf16"
+    "add_rmsnorm|180|sweep add_rmsnorm --dtype fp32,bf16"
+    "add|90|sweep add --dtype fp32,bf16"
+    "layernorm|160|sweep layernorm --dtype fp32,bf16"
+    "rope|120|sweep rope --dtype fp32,bf16"
+    "softmax|300|sweep softmax --dtype fp32,bf16") ;;
+  gates) STEPS=(
+    "add_rmsnorm|180|sweep add_rmsnorm --dtype fp32,bf16 --fresh"
+    "softmax|300|sweep softmax --dtype fp32,bf16 --fresh"
+    "host-times|90|host-times"
+    "check-1|170|check --gpu-name $slug"
+    "check-2|170|check --gpu-name $slug"
+    "check-3|170|check --gpu-name $slug"
+    "ops-bench|240|ops-bench --out $ROOT/logs/ops-bench.md"
+    "portability|300|portability nvidia-h200") ;;
+  portability) STEPS=(
+    "portability|300|portability nvidia-h100-80gb-hbm3") ;;
+  *) echo "unknown plan $plan: sweeps, gates or portability" >&2; exit 2 ;;
+esac
+
+left=0
+for step in "${STEPS[@]}"; do
+  IFS='|' read -r name estimate command <<< "$step"
+  [ -e "$ROOT/.done/$name" ] && continue
+  remaining=$(( DEADLINE - ($(date +%s) - begin) ))
+  if [ "$remaining" -lt "$estimate" ]; then left=$((left + 1)); continue; fi
+  start=$(date +%s)
+  root_option="--root $ROOT"
+  [ "$name" = ops-bench ] && root_option=""  # it reads TLAB_CONFIG_DIR
+  # shellcheck disable=SC2086
+  timeout "$remaining" python3 -m tritonbench_lab $command $root_option \
+    > "$ROOT/logs/$name.txt" 2>&1
+  rc=$?
+  echo "rc $rc in $(( $(date +%s) - start )) s: tlab $command" | tee -a "$ROOT/logs/$name.txt"
+  # a check that finds a slow winner exits 1: it has measured what it was run for
+  if [ "$rc" -eq 0 ] || { [ "$rc" -eq 1 ] && [[ $name == check-* ]]; }; then
+    touch "$ROOT/.done/$name"
+  else
+    left=$((left + 1))
+  fi
+  tail -4 "$ROOT/logs/$name.txt"
+done
+tar czf "$OUT/plan.tar.gz" -C "$ROOT" "results/$slug" "configs/$slug" logs
+[ "$left" -eq 0 ] && echo "all done" || echo "$left steps left: run again"
