@@ -11,7 +11,7 @@ import sys
 
 import pandas as pd
 import pytest
-from fixture_results import record
+from helpers.fixture_results import record
 
 from tritonbench_lab.data.archive import archive_path, archive_results
 from tritonbench_lab.data.records import SKIPPED

@@ -20,11 +20,10 @@ from unittest import mock
 
 import pytest
 import torch
+from helpers.paths import PLANTED, REPO
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-REPO = Path(__file__).resolve().parents[1]
-PLANTED = str(REPO / "tests" / "planted_kernels.py")
 HAS_CUDA = torch.cuda.is_available()
 NO_GPU_ONLY = pytest.mark.skipif(HAS_CUDA, reason="the case is about a machine without CUDA")
 SIZES_FORMS = "expected N, A-B (powers of two), A-B:STEP or AxBxC with positive integers"
@@ -46,7 +45,7 @@ def _foreign_results(tmp: Path) -> None:
 
 def _results_cut_in_the_middle(tmp: Path) -> None:
     """A real results file whose second row (line 3) lost its second half, rows after it kept."""
-    from fixture_results import record
+    from helpers.fixture_results import record
 
     from tritonbench_lab.data.store import append_rows
 
@@ -62,7 +61,7 @@ def _results_cut_in_the_middle(tmp: Path) -> None:
 
 def _byte_ff(tmp: Path) -> None:
     """Committed-looking results, ceilings and configs with one byte 0xff inside a row."""
-    from fixture_results import SLUG, write_softmax_fixture
+    from helpers.fixture_results import SLUG, write_softmax_fixture
 
     from tritonbench_lab.data.layout import Layout
     from tritonbench_lab.data.records import Winner
@@ -143,7 +142,7 @@ CASES = [
     case("matmul-bf16-in-interpreter",
          ["sweep", "matmul", "--interpret", "--root", "{tmp}", "--dtype", "bf16"],
          ["cannot run in Triton's interpreter", "11584", "run it on a GPU"]),
-    case("planted-fp16", ["sweep", "planted", "--kernel-module", PLANTED, "--interpret",
+    case("planted-fp16", ["sweep", "planted", "--kernel-module", str(PLANTED), "--interpret",
                           "--root", "{tmp}", "--dtype", "fp16"],
          ["planted does not support fp16", "it takes fp32"]),
     # --space

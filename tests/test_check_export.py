@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.paths import PLANTED, REPO
 
-REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "configs"
 
 
@@ -35,7 +35,7 @@ def edit(path: Path, old: str, new: str, count: int = 1) -> None:
 
 
 def test_configs_that_are_not_what_their_results_pick_fail(tmp_path):
-    from fixture_results import SLUG, write_softmax_fixture
+    from helpers.fixture_results import SLUG, write_softmax_fixture
 
     from tritonbench_lab.data.layout import Layout
     from tritonbench_lab.data.records import Winner
@@ -106,13 +106,13 @@ def test_corrupted_files_fail_with_one_line_per_problem(root):
 def test_a_config_that_computes_wrong_is_an_error():
     # Every config of the built-in spaces is correct, so plant a wrong one: the test kernel
     # module's MODE=1 adds 1 to every output.
-    from test_targets import winner
+    from helpers.fixture_results import kernel_winner
 
     from tritonbench_lab.gates.check import run_configs
     from tritonbench_lab.kernels import load_kernel_module
 
-    load_kernel_module(REPO / "tests" / "planted_kernels.py")
-    rows = [(2 + m, dataclasses.replace(winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"),
+    load_kernel_module(PLANTED)
+    rows = [(2 + m, dataclasses.replace(kernel_winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"),
                                         config=f"BLOCK=128 MODE={m} num_warps=4"))
             for m in (0, 1)]
     problems = run_configs(Path("planted.csv"), rows, "cpu" if os.environ.get(
@@ -258,16 +258,16 @@ def test_export_of_an_untuned_kernel_is_a_one_line_error(tmp_path):
 def test_check_runs_configs_completed_with_added_parameters(tmp_path):
     # The planted kernel's launcher reads MODE itself; a row written before MODE existed
     # only runs if check launches the completed config.
-    from test_targets import winner
+    from helpers.fixture_results import kernel_winner
 
     from tritonbench_lab.data.records import Winner
     from tritonbench_lab.data.store import write_table
 
-    row = dataclasses.replace(winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"),
+    row = dataclasses.replace(kernel_winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"),
                               config="BLOCK=128 num_warps=4")
     write_table(tmp_path / "configs" / "interpreter" / "planted.csv", [row], Winner)
     result = tlab("check", "--root", str(tmp_path), "--interpret", "--kernel-module",
-                  str(REPO / "tests" / "planted_kernels.py"))
+                  str(PLANTED))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 valid row(s)" in result.stdout and "0 error(s)" in result.stdout
 

@@ -5,15 +5,13 @@ import subprocess
 import sys
 
 import pytest
+from helpers.paths import REPO
 
 
 def tlab(*args, env=None, cwd=None):
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], capture_output=True,
                           text=True, env=full_env, cwd=cwd, timeout=300)
-
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_help_lists_the_commands_and_offers_completion():

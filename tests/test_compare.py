@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.paths import REPO
 
 from tritonbench_lab.data.records import GBPS, OK, OUT_OF_RESOURCES, TFLOPS, TRITON, Ceiling, Record
 from tritonbench_lab.data.store import append_rows, load_winners
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.views import compare as cmp
 
-REPO = Path(__file__).resolve().parents[1]
 REAL_H200 = REPO / "results" / "nvidia-h200"
 
 SMALL = "BLOCK_M=64 BLOCK_N=64 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3"

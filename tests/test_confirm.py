@@ -2,7 +2,8 @@
 timed again in a fresh worker, and winners are chosen by those times.
 
 The sweep loop runs here with a scripted worker (canned first and confirmation times), so
-each scenario is exact; test_sweep.py runs the real thing in the interpreter.
+each scenario is exact (helpers/sweeps.py); test_sweep.py runs the real thing in the
+interpreter.
 """
 
 from __future__ import annotations
@@ -11,32 +12,16 @@ import dataclasses
 import sys
 
 import pytest
+from helpers.sweeps import BASELINES, HOST_MS, WIDTHS, ScriptedWorker, request_for, row
 
 from tritonbench_lab.data.records import (
-    OK,
     TRITON,
     WRONG_RESULT,
     Record,
     fastest,
     standing,
 )
-from tritonbench_lab.measure.worker import Outcome
 from tritonbench_lab.space import config_text
-
-WIDTHS = (1, 2, 4, 8)  # num_warps of the configs swept below; 64x4096 prunes none of them
-
-
-def row(provider="triton", config="w=1", p50=1.0, status=OK, confirmed=False, **kw) -> Record:
-    base = dict(run_id="r", timestamp="2026-11-30T10:00:00+00:00", kernel="k",
-                provider=provider, dtype="fp32", shape="64x4096", config=config,
-                status=status, error="", max_abs_error=0.0, p20_ms=p50, p50_ms=p50, p80_ms=p50,
-                throughput=1 / p50 if p50 else None, metric="GB/s", compile_s=0.1,
-                phase="confirm" if confirmed else "sweep", method="do_bench", warmup_ms=25,
-                rep_ms=100, seed=0, gpu="G", gpu_slug="g", driver="", cuda="", torch="t",
-                triton="tr", tlab="tl", source="s",
-                host_ms=p50 / 10 if confirmed and p50 else None)  # as a GPU confirmation has
-    return Record(**{**base, **kw})
-
 
 # --- which rows stand ----------------------------------------------------------------------
 
@@ -131,39 +116,9 @@ def test_after_a_short_first_pass_the_leaders_are_among_the_contenders():
 
 # --- the sweep loop, with a scripted worker ------------------------------------------------------
 
-HOST_MS: dict[str, float] = {}  # a scripted confirmation's host time by name; else p50 / 10
-
-
-class ScriptedWorker:
-    """Answers each task with the next of its scripted p50 times; logs tasks and stops."""
-
-    def __init__(self, times: dict[str, list[float]], log: list[str]):
-        self.times = {k: list(v) for k, v in times.items()}
-        self.log = log
-        self.budgets: list = []  # each task's do_bench budget
-
-    def run(self, task, timeouts) -> Outcome:
-        name = task.provider if task.provider != TRITON else f"w={task.config['num_warps']}"
-        self.log.append(name)
-        self.budgets.append(task.bench)
-        p50 = self.times[name].pop(0)  # a GPU worker times a confirmation's host too
-        host = HOST_MS.get(name, p50 / 10) if task.host_time else None
-        return Outcome(OK, "", 0.0, p50, p50, p50, 0.1, host_ms=host)
-
-    def start_in_background(self) -> None:
-        self.log.append("start")
-
-    def ask_to_stop(self) -> None:  # stop() follows; the log keeps that one
-        pass
-
-    def stop(self) -> None:
-        self.log.append("stop")
-
-
 def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, console=None,
                    **options):
     import torch
-    from test_sweep import request_for
 
     from tritonbench_lab.data.store import load_records, load_winners
     from tritonbench_lab.kernels.softmax import SPEC
@@ -192,9 +147,6 @@ def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, console=
         print_summary(result, request, console)
     (winner,) = load_winners(result.configs_file)
     return log, load_records(result.results_file), winner
-
-
-BASELINES = ("torch", "unfused", "compiled")
 
 
 def test_workers_are_told_to_stop_before_the_winners_and_joined_after(tmp_path, monkeypatch):

@@ -5,15 +5,13 @@ Triton's compiler refuses (crosscompile.py)."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers.paths import REPO
 
 from tritonbench_lab.kernels import get_spec, names
 from tritonbench_lab.measure.crosscompile import compile_shapes, covering_configs
 from tritonbench_lab.space import HOPPER
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def _tlab_compile(*args: str) -> subprocess.CompletedProcess:

@@ -8,16 +8,14 @@ import re
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from helpers.paths import REPO
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measure.devices import parse_gpus, visible_for
 from tritonbench_lab.measure.schedule import Batch, Scheduler
 from tritonbench_lab.measure.worker import Task
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 class FakeDevice:
@@ -168,12 +166,12 @@ def interpreter_sweep(tmp_path, devices, **options):
     import dataclasses
 
     import torch
-    from test_sweep import request_for
+    from helpers.sweeps import request_for
 
     from tritonbench_lab.kernels import load_kernel_module
     from tritonbench_lab.measure.sweep import run_sweep
 
-    module = str(ROOT / "examples" / "axpy.py")
+    module = str(REPO / "examples" / "axpy.py")
     (spec,) = load_kernel_module(module)
     space = spec.space.narrow({"BLOCK": (256, 1024), "num_warps": (2, 4)})
     request = dataclasses.replace(
@@ -250,7 +248,7 @@ def test_the_command_line_spreads_a_searched_first_pass_over_two_stand_ins(tmp_p
         [sys.executable, "-m", "tritonbench_lab", "sweep", "axpy", "--kernel-module",
          "examples/axpy.py", "--interpret", "--dtype", "fp32", "--sizes", "1000", "--gpus", "0,1",
          "--search", "local:5", "--first-rep-ms", "1", "--confirm", "1", "--root", str(tmp_path)],
-        capture_output=True, text=True, cwd=ROOT, timeout=300)
+        capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr
     rows = load_records(tmp_path / "results" / "interpreter" / "axpy.csv")
     first = [r for r in rows if r.provider == "triton" and r.phase == "sweep"]

@@ -15,18 +15,16 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.paths import PLANTED, REPO
 
 from tritonbench_lab.data.records import COLUMNS, OK, TRITON, Record
 from tritonbench_lab.data.store import append_rows, load_records, load_winners
 from tritonbench_lab.measure.worker import Worker
 
-REPO = Path(__file__).resolve().parent.parent
-PLANTED = str(REPO / "tests" / "planted_kernels.py")
-
 
 def sweep_command(kernel, out, *args):
     return [sys.executable, "-m", "tritonbench_lab", "sweep", kernel, "--kernel-module",
-            PLANTED, "--interpret", "--root", str(out), *args]
+            str(PLANTED), "--interpret", "--root", str(out), *args]
 
 
 def run(kernel, out, *args, timeout=300):

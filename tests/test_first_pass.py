@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from test_confirm import BASELINES, WIDTHS, ScriptedWorker, row
+from helpers.sweeps import BASELINES, WIDTHS, ScriptedWorker, request_for, row
 
 from tritonbench_lab.data.records import CONTEND, OK, WRONG_RESULT, standing
 from tritonbench_lab.measure.timing import BenchOptions
@@ -62,7 +62,6 @@ def test_a_contend_row_replaces_the_first_pass_and_a_confirmation_replaces_both(
 
 def scripted(tmp_path, monkeypatch, times, first_rep_ms=5, log=None, **options):
     import torch
-    from test_sweep import request_for
 
     from tritonbench_lab.data.store import load_records, load_winners
     from tritonbench_lab.kernels.softmax import SPEC

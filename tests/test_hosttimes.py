@@ -9,7 +9,7 @@ import dataclasses
 from types import SimpleNamespace
 
 import pytest
-from fixture_results import SLUG, write_softmax_fixture
+from helpers.fixture_results import SLUG, winner, write_softmax_fixture
 
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.records import TORCH_OP, TRITON, HostTime, Winner
@@ -101,8 +101,6 @@ def test_winners_that_cannot_be_timed_here_are_named_and_nothing_is_written(root
 
 
 def test_to_time_names_why_each_winner_is_left_out():
-    from test_lookup import winner
-
     ok = dataclasses.replace(winner("64x64", "ROWS=1"), torch="t", triton="tr", tlab="tl",
                              source="s", op_p50_ms=1.0)
     stale = dataclasses.replace(ok, shape="64x128", source="old")
@@ -186,8 +184,6 @@ def test_a_confirmation_newer_than_the_host_run_speaks_for_the_winner(tmp_path):
 # --- the timing itself ------------------------------------------------------------------------
 
 def test_time_winner_times_both_calls_in_turns(device):
-    from test_lookup import winner
-
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.space import config_text
 

@@ -6,24 +6,23 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
+from helpers.paths import LAUNCH_RECORDER, REPO
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import builtin_names
 from tritonbench_lab.runtime import launching
 
-HERE = Path(__file__).resolve().parent
 HOOK_SLOTS = slice(6, 9)  # launch metadata and the two hooks: (None, None, None) the short way
 
 
 @pytest.fixture(scope="module")
 def recorded() -> dict[str, dict]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(HERE.parent)
-    done = subprocess.run([sys.executable, str(HERE / "launch_recorder.py"), *builtin_names()], env=env,
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run([sys.executable, str(LAUNCH_RECORDER), *builtin_names()], env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return {r["kernel"]: r for r in map(json.loads, done.stdout.splitlines())}

@@ -6,10 +6,10 @@ import warnings
 
 import pytest
 import torch
+from helpers.fixture_results import winner, write_winners
+from helpers.paths import REPO
 
 from tritonbench_lab import tuned
-from tritonbench_lab.data.records import Winner
-from tritonbench_lab.data.store import write_table
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.matmul import SPEC as MATMUL
 from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX
@@ -18,20 +18,6 @@ from tritonbench_lab.tuned import check_round_trip, lookup
 A = "BLOCK_M=64 BLOCK_N=64 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3"
 B = "BLOCK_M=128 BLOCK_N=128 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=4"
 C = "BLOCK_M=128 BLOCK_N=256 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=3"
-
-
-def winner(shape, config, dtype="bf16", kernel="matmul", p50_ms=1.0, op_p50_ms=None,
-           host_ms=None, op_host_ms=None):
-    return Winner(kernel=kernel, dtype=dtype, shape=shape, config=config, p50_ms=p50_ms,
-                  throughput=100.0, metric="TFLOP/s", method="do_bench", warmup_ms=25,
-                  rep_ms=100, best_baseline="", baseline_p50_ms=None, baseline_throughput=None,
-                  speedup=None, op_p50_ms=op_p50_ms, gpu="Fixture GPU", torch="9", triton="9",
-                  tlab="0.1.0", source="s", date="2026-01-01", run_id="r", host_ms=host_ms,
-                  op_host_ms=op_host_ms)
-
-
-def write_winners(path, winners):
-    write_table(path, winners, Winner)
 
 
 @pytest.fixture
@@ -183,11 +169,9 @@ def test_a_wheel_installed_elsewhere_finds_the_committed_h200_configs(tmp_path):
     run from a folder with no source tree around: lookup reads the configs inside the wheel."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", str(repo), "--no-deps", "--no-build-isolation", "-w",
+    subprocess.run([*pip, "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-w",
                     str(tmp_path / "dist")], check=True, cwd=tmp_path)
     wheel = next((tmp_path / "dist").glob("*.whl"))
     subprocess.run([*pip, "install", "--no-deps", "--no-compile", "--target",
@@ -204,7 +188,7 @@ def test_a_wheel_installed_elsewhere_finds_the_committed_h200_configs(tmp_path):
                          env=env, capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0] == str(tmp_path / "site" / "tritonbench_lab" / "configs")
     committed = tuned.find("matmul", "bf16", (4096, 4096, 4096), gpu="nvidia-h200",
-                           directory=repo / "configs").row
+                           directory=REPO / "configs").row
     assert out[1] == str(parse(committed.config))
 
 

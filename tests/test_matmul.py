@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 import torch
-from kernel_cases import check_configs_at, configs_for, run_and_check
+from helpers.kernel_cases import check_configs_at, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.matmul import SPEC, alignment, matmul, tma_ready, whole_tiles

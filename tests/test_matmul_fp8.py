@@ -3,7 +3,7 @@ de-quantised inputs, in the interpreter; split-K in both reductions, and the ove
 
 import pytest
 import torch
-from kernel_cases import check_configs_at, check_default_shapes
+from helpers.kernel_cases import check_configs_at, check_default_shapes
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec

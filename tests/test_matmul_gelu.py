@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-from kernel_cases import check_configs_at, check_default_shapes
+from helpers.kernel_cases import check_configs_at, check_default_shapes
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec

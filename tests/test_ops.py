@@ -5,8 +5,8 @@ import os
 
 import pytest
 import torch
-from conftest import INTERPRETING
-from test_lookup import winner, write_winners
+from helpers.backend import INTERPRETING
+from helpers.fixture_results import winner, write_winners
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.data.records import parse_config_text

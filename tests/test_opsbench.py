@@ -1,7 +1,7 @@
 """The ops benchmark's shape list and report (the timing itself needs a GPU: `tlab ops-bench`)."""
 
 import pytest
-from conftest import INTERPRETING
+from helpers.backend import INTERPRETING
 
 from tritonbench_lab.gates.opsbench import SHAPES, OpsRow, report
 from tritonbench_lab.kernels import get_spec

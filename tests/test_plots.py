@@ -1,4 +1,4 @@
-"""Pictures and the report, built from the hand-checkable fixtures in fixture_results.py."""
+"""Pictures and the report, built from the hand-checkable fixtures in helpers/fixture_results.py."""
 
 import os
 import re
@@ -7,7 +7,7 @@ import sys
 
 import matplotlib.pyplot as plt
 import pytest
-from fixture_results import (
+from helpers.fixture_results import (
     COPY_GBPS,
     DEFAULT,
     SHAPES,

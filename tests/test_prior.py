@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from fixture_results import record
+from helpers.fixture_results import record
 
 from tritonbench_lab.data.records import COMPILE_ERROR, SKIPPED
 from tritonbench_lab.search import prior
@@ -83,7 +83,7 @@ def request_at(tmp_path, spec, configs_rows=()):
 
 
 def test_a_sweep_reads_its_prior_from_the_configs_and_results_files(tmp_path):
-    from fixture_results import write_softmax_fixture
+    from helpers.fixture_results import write_softmax_fixture
 
     from tritonbench_lab.data.store import load_records
     from tritonbench_lab.data.winners import pick_winners, shape_results
@@ -148,8 +148,7 @@ def test_a_prior_sweep_starts_from_the_portfolio_of_its_results_file(tmp_path, m
     """No configs file yet (no winners), but the results file holds another shape where
     num_warps=8 is fastest: `--search prior:1` times that config first, and only it."""
     import torch
-    from test_confirm import BASELINES, WIDTHS, ScriptedWorker
-    from test_sweep import request_for
+    from helpers.sweeps import BASELINES, WIDTHS, ScriptedWorker, request_for
 
     from tritonbench_lab.data.store import append_rows, load_records, load_winners
     from tritonbench_lab.kernels.softmax import SPEC
@@ -192,7 +191,7 @@ def test_a_prior_sweep_starts_from_the_portfolio_of_its_results_file(tmp_path, m
 
 
 def test_a_gpu_with_nothing_yet_starts_from_the_other_gpus_rows(tmp_path):
-    from fixture_results import SLUG, write_softmax_fixture
+    from helpers.fixture_results import SLUG, write_softmax_fixture
 
     from tritonbench_lab.data.layout import Layout
     from tritonbench_lab.data.records import Winner

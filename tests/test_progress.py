@@ -11,7 +11,7 @@ from tritonbench_lab.measure.worker import Task
 
 
 def record(status):
-    from fixture_results import record as make
+    from helpers.fixture_results import record as make
 
     return make("triton", "ROWS=1 num_warps=4", "64x1024", 1.0, status=status)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 
 import pytest
+from helpers.paths import REPO
 
 from tritonbench_lab.data.records import (
     CEILING_COLUMNS,
@@ -29,7 +29,7 @@ FLOAT_COLUMNS = [f.name for f in dataclasses.fields(Record) if str(f.type) == "f
 def from_csv_row(row: dict[str, str]) -> Record:
     return from_cells(Record, row)
 
-SCHEMA = Path(__file__).resolve().parents[1] / "results" / "SCHEMA.md"
+SCHEMA = REPO / "results" / "SCHEMA.md"
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|(.*)\|\s*$")
 
 

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 import torch
-from kernel_cases import run_and_check
+from helpers.kernel_cases import run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import all_specs, get_spec, load_kernel_module, names

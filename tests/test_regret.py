@@ -3,17 +3,14 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers.paths import PLANTED, REPO
 
 from tritonbench_lab.data.records import Winner
 from tritonbench_lab.data.store import load_records, write_table
 from tritonbench_lab.data.winners import shape_results
 from tritonbench_lab.gates.regret import held_out_shapes
-
-REPO = Path(__file__).resolve().parent.parent
-PLANTED = str(REPO / "tests" / "planted_kernels.py")
 
 
 def test_held_out_shapes_lie_between_the_tuned_ones():
@@ -31,14 +28,14 @@ def test_check_regret_compares_the_looked_up_config_with_a_fresh_winner(tmp_path
     # tuned afresh and BLOCK=128 (what lookup picks there) is compared with its winner.
     import dataclasses
 
-    from test_targets import winner
+    from helpers.fixture_results import kernel_winner
 
-    row = dataclasses.replace(winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"), config=written)
+    row = dataclasses.replace(kernel_winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"), config=written)
     write_table(tmp_path / "configs" / "interpreter" / "planted.csv",
                 [row, dataclasses.replace(row, shape="4000")], Winner)
     result = subprocess.run(
         [sys.executable, "-m", "tritonbench_lab", "check", "--root", str(tmp_path), "--regret",
-         "--interpret", "--kernel-module", PLANTED],
+         "--interpret", "--kernel-module", str(PLANTED)],
         capture_output=True, text=True, timeout=300, cwd=REPO, env={**os.environ, "COLUMNS": "250"})
     assert result.returncode == 0, result.stdout + result.stderr
     rows = load_records(tmp_path / "results" / "interpreter" / "regret" / "results" / "interpreter"

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from kernel_cases import check_default_shapes, configs_for, run_and_check
+from helpers.kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.rmsnorm import ADD_SPEC, MAX_COLS, SPEC, rmsnorm

@@ -3,7 +3,7 @@ space; a wrong rotation fails the same check."""
 
 import pytest
 import torch
-from kernel_cases import check_default_shapes, configs_for, run_and_check
+from helpers.kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.rope import SPEC, rope, rope_tables, torch_rope

@@ -255,7 +255,7 @@ def test_replay_measures_the_loss_against_the_whole_table():
 
 
 def test_replay_results_replays_every_shape_of_a_results_file(tmp_path):
-    from fixture_results import SHAPES, write_softmax_fixture
+    from helpers.fixture_results import SHAPES, write_softmax_fixture
 
     folder = write_softmax_fixture(tmp_path)  # 3 configs a shape; the fastest one is wrong
     replays = replay_results([folder / "softmax.csv"], [("exhaustive", None), ("local", 2)],
@@ -326,7 +326,7 @@ def test_nearest_first_orders_shapes_by_log_distance():
 
 def test_replayed_prior_leaves_the_shape_itself_out(tmp_path):
     """Each shape's prior is the other shapes' winners, nearest first, never its own."""
-    from fixture_results import record
+    from helpers.fixture_results import record
 
     from tritonbench_lab.data.store import append_rows
 

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 import torch
-from kernel_cases import check_default_shapes, configs_for, run_and_check
+from helpers.kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.softmax import MAX_COLS, MAX_ROW_COLS, SPEC, default_config, softmax

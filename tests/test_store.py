@@ -10,6 +10,8 @@ import os
 import stat
 
 import pytest
+from helpers.fixture_results import winner, write_winners
+from helpers.paths import REPO
 
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.records import (
@@ -18,7 +20,6 @@ from tritonbench_lab.data.records import (
     WINNER_COLUMNS,
     WRONG_RESULT,
     Record,
-    Winner,
     to_cells,
 )
 from tritonbench_lab.data.store import (
@@ -27,14 +28,9 @@ from tritonbench_lab.data.store import (
     load_records,
     load_winners,
     read_results,
-    write_table,
 )
 from tritonbench_lab.data.winners import pick_winners, winners_from_files
 from tritonbench_lab.errors import TlabError
-
-
-def write_winners(path, winners):
-    write_table(path, winners, Winner)
 
 
 def configs_path(root, slug, kernel):
@@ -287,12 +283,10 @@ def test_failed_write_leaves_the_old_file_and_no_temp_file(tmp_path):
 
 
 def test_every_committed_file_reads_and_configs_hold_what_results_pick():
-    from pathlib import Path
-
     from tritonbench_lab.data.layout import kernels_in
     from tritonbench_lab.data.store import load_ceilings
 
-    layout = Layout(Path(__file__).resolve().parents[1])
+    layout = Layout(REPO)
     slugs = layout.gpu_slugs()
     assert slugs, "no committed results"
     for slug in slugs:
@@ -325,8 +319,6 @@ def test_a_file_of_an_older_layout_is_read_and_upgraded_by_the_next_append(path,
 
 
 def test_a_configs_file_from_before_host_times_reads_without_them(tmp_path):
-    from test_lookup import winner
-
     path = tmp_path / "matmul.csv"
     timed = winner("64x64x64", "BLOCK_M=32", p50_ms=1.0, op_p50_ms=2.0, host_ms=0.05,
                    op_host_ms=0.01)

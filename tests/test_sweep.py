@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.paths import PLANTED as PLANTED_MODULE
+from helpers.paths import REPO
+from helpers.sweeps import request_for
 
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.records import (
@@ -37,8 +40,7 @@ def results_path(root, slug, kernel):
 def configs_path(root, slug, kernel):
     return Layout(root).configs_file(slug, kernel)
 
-ROOT = Path(__file__).resolve().parents[1]
-PLANTED = ("planted", "--kernel-module", "tests/planted_kernels.py")
+PLANTED = ("planted", "--kernel-module", "tests/planted_kernels.py")  # run from REPO
 SOFTMAX = ("softmax", "--dtype", "fp32", "--sizes", "37x129")
 # At 37x129 (rows padded to 256 columns): ROWS=1 num_warps=4 runs; num_warps=32 leaves threads
 # idle and ROWS=64 exceeds the 37 rows, so the other three configs are pruned.
@@ -49,7 +51,7 @@ def sweep(*args, out: Path) -> subprocess.CompletedProcess:
     """`tlab sweep ARGS --root OUT` in Triton's interpreter, from the repository root."""
     return subprocess.run(
         [sys.executable, "-m", "tritonbench_lab", "sweep", *args, "--interpret", "--root", str(out)],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
+        capture_output=True, text=True, cwd=REPO, timeout=300,
         env={**os.environ, "COLUMNS": "200"},
     )
 
@@ -230,17 +232,6 @@ def test_foreign_results_file_is_refused_and_left_alone(tmp_path):
 
 # --- planning, directly --------------------------------------------------------------------
 
-def request_for(spec, dtypes, shapes, tmp_path, free_bytes=1 << 60, space=None):
-    from tritonbench_lab.measure.env import Fingerprint
-    from tritonbench_lab.measure.plan import SweepRequest
-    from tritonbench_lab.space import HOPPER
-
-    fp = Fingerprint("interpreter", "interpreter", "", "", "2.5.1", "3.1.0", "0.1.0")
-    return SweepRequest(spec=spec, dtypes=list(dtypes), shapes=list(shapes),
-                        space=space or spec.space, root=tmp_path, interpret=True,
-                        fingerprint=fp, limits=HOPPER, free_bytes=free_bytes)
-
-
 def test_shapes_are_timed_largest_first_only_where_a_compile_pool_runs(tmp_path):
     import dataclasses
 
@@ -328,7 +319,7 @@ def test_plan_of_the_planted_kernel(tmp_path):
     from tritonbench_lab.kernels import get_spec, load_kernel_module
     from tritonbench_lab.measure.plan import plan
 
-    load_kernel_module(ROOT / "tests" / "planted_kernels.py")
+    load_kernel_module(PLANTED_MODULE)
     spec = get_spec("planted")
     planned = plan(request_for(spec, [torch.float32], spec.small_shapes, tmp_path))
     assert len(planned) == 1 * 1 * (1 + 6)  # 1 baseline + BLOCK (2) x MODE (3)
@@ -339,7 +330,7 @@ def test_editing_the_kernel_module_measures_again(tmp_path):
     # The resume key holds a hash of the kernel's source file: numbers of old code are
     # never kept as if they were current.
     module = tmp_path / "my_planted.py"
-    module.write_text((ROOT / "tests" / "planted_kernels.py").read_text())
+    module.write_text(PLANTED_MODULE.read_text())
     args = ("planted", "--kernel-module", str(module), "--sizes", "1000", "--space", "default")
     out = tmp_path / "out"
     assert sweep(*args, out=out).returncode == 0

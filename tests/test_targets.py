@@ -3,34 +3,26 @@
 import subprocess
 import sys
 
-from fixture_results import ceiling
+from helpers.fixture_results import ceiling, kernel_winner
 
 from tritonbench_lab.data.records import Winner
 from tritonbench_lab.data.store import append_rows, write_table
 
 
-def winner(kernel, dtype, shape, p50_ms, throughput, metric, speedup=None):
-    return Winner(kernel=kernel, dtype=dtype, shape=shape, config="ROWS=1 num_warps=4",
-                  p50_ms=p50_ms, throughput=throughput, metric=metric, method="do_bench",
-                  warmup_ms=25, rep_ms=100, best_baseline="torch", baseline_p50_ms=1.0,
-                  baseline_throughput=1.0, speedup=speedup, op_p50_ms=None, gpu="Fixture",
-                  torch="9", triton="9", tlab="0", source="s", date="2026-01-01", run_id="r")
-
-
 def test_targets_judge_rows_against_the_copy_of_their_bytes_and_matmul_against_torch(tmp_path):
     gpu = "fixture-gpu"
     write_table(tmp_path / "configs" / gpu / "matmul.csv", [
-        winner("matmul", "bf16", "2048x2048x2048", 1.0, 100.0, "TFLOP/s", 0.95),
-        winner("matmul", "bf16", "4096x4096x4096", 1.0, 100.0, "TFLOP/s", 0.80),  # missed
-        winner("matmul", "bf16", "512x512x512", 1.0, 100.0, "TFLOP/s", 0.10),  # not judged
+        kernel_winner("matmul", "bf16", "2048x2048x2048", 1.0, 100.0, "TFLOP/s", 0.95),
+        kernel_winner("matmul", "bf16", "4096x4096x4096", 1.0, 100.0, "TFLOP/s", 0.80),  # missed
+        kernel_winner("matmul", "bf16", "512x512x512", 1.0, 100.0, "TFLOP/s", 0.10),  # not judged
     ], Winner)
     # 100 MB moved at 2000 GB/s (0.05 ms): the same-size copy is 2000 -> 1.00, met although
     # it is half the peak; 1 GB at 3000 GB/s against a 4000 GB/s copy -> 0.75, missed;
     # 10 MB is below 64 MB and not judged.
     write_table(tmp_path / "configs" / gpu / "softmax.csv", [
-        winner("softmax", "fp32", "8192x1024", 0.05, 2000.0, "GB/s"),
-        winner("softmax", "fp32", "8192x65536", 1e9 / 3000e9 * 1e3, 3000.0, "GB/s"),
-        winner("softmax", "fp32", "64x1024", 0.01, 1000.0, "GB/s"),
+        kernel_winner("softmax", "fp32", "8192x1024", 0.05, 2000.0, "GB/s"),
+        kernel_winner("softmax", "fp32", "8192x65536", 1e9 / 3000e9 * 1e3, 3000.0, "GB/s"),
+        kernel_winner("softmax", "fp32", "64x1024", 0.01, 1000.0, "GB/s"),
     ], Winner)
     append_rows(tmp_path / "results" / gpu / "ceilings.csv", [
         ceiling("copy", 4000.0), ceiling("copy_16MiB", 2000.0),
@@ -54,7 +46,7 @@ def test_targets_judge_gpus_only_and_refuse_a_gpu_without_configs(tmp_path):
     as is a GPU with no configs; a GPU's results folder names it."""
     for gpu in ("fixture-gpu", "interpreter"):
         write_table(tmp_path / "configs" / gpu / "matmul.csv", [
-            winner("matmul", "bf16", "2048x2048x2048", 1.0, 100.0, "TFLOP/s", 0.95)], Winner)
+            kernel_winner("matmul", "bf16", "2048x2048x2048", 1.0, 100.0, "TFLOP/s", 0.95)], Winner)
     (tmp_path / "results" / "fixture-gpu").mkdir(parents=True)
 
     def run(*args):
@@ -75,7 +67,7 @@ def test_targets_judge_gpus_only_and_refuse_a_gpu_without_configs(tmp_path):
 
 
 def test_targets_judge_winners_against_baselines_of_their_own_run(tmp_path):
-    from fixture_results import SLUG, record
+    from helpers.fixture_results import SLUG, record
 
     from tritonbench_lab.data.layout import Layout
     from tritonbench_lab.views.targets import targets_report

@@ -79,7 +79,7 @@ def test_quantiles_interpolate_like_torch():
 def test_auto_timing_ranks_the_first_pass_by_graph_and_takes_both_elsewhere(tmp_path):
     import dataclasses
 
-    from test_sweep import request_for
+    from helpers.sweeps import request_for
 
     from tritonbench_lab.data.records import CONFIRM, CONTEND, SWEEP, TRITON
     from tritonbench_lab.kernels import get_spec

@@ -1,4 +1,5 @@
-"""TEST DATA: small, hand-checkable results folders written through the real schema.
+"""TEST DATA: small, hand-checkable rows, winners and results folders written through the
+real schema.
 
 Numbers are invented for the tests (not measurements): throughput is 1000 / p50 so that
 every ratio can be checked by hand.
@@ -8,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonbench_lab.data.records import OK, WRONG_RESULT, Ceiling, Record
-from tritonbench_lab.data.store import append_rows
+from tritonbench_lab.data.records import OK, WRONG_RESULT, Ceiling, Record, Winner
+from tritonbench_lab.data.store import append_rows, write_table
 
 SLUG = "fixture-gpu"
 SHAPES = ["64x1024", "64x4096", "64x16384"]
@@ -43,6 +44,30 @@ def ceiling(name: str, value: float, metric: str = "GB/s") -> Ceiling:
                    size="fixture", method="do_bench", warmup_ms=25, rep_ms=200,
                    gpu="Fixture GPU", gpu_slug=SLUG, torch="9.9", triton="9.9",
                    timestamp="2026-01-01T00:00:00+00:00")
+
+
+def winner(shape, config, dtype="bf16", kernel="matmul", p50_ms=1.0, op_p50_ms=None,
+           host_ms=None, op_host_ms=None) -> Winner:
+    """A winner as lookup and ops read it: its shape, config and times (100 TFLOP/s)."""
+    return Winner(kernel=kernel, dtype=dtype, shape=shape, config=config, p50_ms=p50_ms,
+                  throughput=100.0, metric="TFLOP/s", method="do_bench", warmup_ms=25,
+                  rep_ms=100, best_baseline="", baseline_p50_ms=None, baseline_throughput=None,
+                  speedup=None, op_p50_ms=op_p50_ms, gpu="Fixture GPU", torch="9", triton="9",
+                  tlab="0.1.0", source="s", date="2026-01-01", run_id="r", host_ms=host_ms,
+                  op_host_ms=op_host_ms)
+
+
+def kernel_winner(kernel, dtype, shape, p50_ms, throughput, metric, speedup=None) -> Winner:
+    """A winner as targets and check judge it: its throughput and its speedup over torch."""
+    return Winner(kernel=kernel, dtype=dtype, shape=shape, config="ROWS=1 num_warps=4",
+                  p50_ms=p50_ms, throughput=throughput, metric=metric, method="do_bench",
+                  warmup_ms=25, rep_ms=100, best_baseline="torch", baseline_p50_ms=1.0,
+                  baseline_throughput=1.0, speedup=speedup, op_p50_ms=None, gpu="Fixture",
+                  torch="9", triton="9", tlab="0", source="s", date="2026-01-01", run_id="r")
+
+
+def write_winners(path, winners) -> None:
+    write_table(path, winners, Winner)
 
 
 def write_softmax_fixture(root: Path) -> Path:
