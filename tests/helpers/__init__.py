@@ -5,9 +5,10 @@
 - `backend`: where kernels run in this session (GPU, or Triton's interpreter);
 - `kernel_cases`: configs from a spec's pruned space, launched and checked;
 - `fixture_results`: TEST DATA rows, winners and results folders, through the real schema;
-- `sweeps`: sweep requests for the interpreter, and a scripted worker with canned times.
+- `sweeps`: sweep requests for the interpreter, and a scripted worker with canned times;
+- `commands`: `tlab` run as users run it, in a process of its own.
 
 Two files stay at tests/ beside conftest.py because they are used by path, not imported:
 `planted_kernels.py` (a kernel module handed to `tlab --kernel-module`) and
-`launch_recorder.py` (a script that test_launching.py and lab/ run).
+`launch_recorder.py` (a script that runtime/test_launching.py and lab/ run).
 """

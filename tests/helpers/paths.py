@@ -8,5 +8,5 @@ TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 # A user kernel module with planted faults, handed to `tlab ... --kernel-module`.
 PLANTED = TESTS / "planted_kernels.py"
-# Run as a script by test_launching.py: kernels launched through a stand-in driver.
+# Run as a script by runtime/test_launching.py: kernels launched through a stand-in driver.
 LAUNCH_RECORDER = TESTS / "launch_recorder.py"
