@@ -1,4 +1,5 @@
-"""The kernel contract: dtypes, shapes, throughput and the completeness check."""
+"""The kernel contract: dtypes, shapes, throughput and the completeness check (a spec is
+checked when it is made, so every spec that exists is complete)."""
 
 import dataclasses
 
@@ -15,7 +16,6 @@ from tritonbench_lab.spec import (
     Shape,
     dtype_name,
     parse_dtype,
-    spec_problems,
     throughput,
 )
 
@@ -47,8 +47,20 @@ def test_throughput_units():
     assert throughput(cost, GBPS, ms=2.0) == pytest.approx(2000.0)
 
 
-def test_complete_spec_has_no_problems():
-    assert spec_problems(MATMUL) == []
+def test_an_incomplete_spec_is_refused_naming_every_missing_piece_at_once():
+    """All of a spec's problems in one line, not only the first: a user fixing a kernel module
+    should not have to load it once per problem."""
+    fields = {f.name: getattr(MATMUL, f.name) for f in dataclasses.fields(KernelSpec)}
+    fields.update(baselines={}, metric="furlongs", default_shapes=())
+    with pytest.raises(TlabError) as err:
+        KernelSpec(**fields)
+    message = str(err.value)
+    assert message.startswith("kernel spec 'matmul' is incomplete: ") and "\n" not in message
+    problems = message.split(": ", 1)[1].split("; ")
+    assert len(problems) == 3, problems
+    for phrase, problem in zip(("baselines is empty", "metric must be", "default_shapes is empty"),
+                               problems, strict=True):
+        assert problem.startswith(phrase), problems
 
 
 @pytest.mark.parametrize("change, phrase", [

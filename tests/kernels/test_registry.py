@@ -7,9 +7,8 @@ import torch
 from helpers.kernel_cases import run_and_check
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.kernels import all_specs, get_spec, load_kernel_module, names
+from tritonbench_lab.kernels import all_specs, builtin_names, get_spec, load_kernel_module, names
 from tritonbench_lab.space import HOPPER
-from tritonbench_lab.spec import spec_problems
 
 EXAMPLE = "examples/axpy.py"
 SPECS = all_specs()
@@ -19,10 +18,16 @@ def test_builtin_kernels_are_registered():
     assert {"matmul", "softmax", "rmsnorm", "add_rmsnorm"} <= set(names())
 
 
+def test_every_registry_name_loads_the_spec_of_that_name():
+    """The registry maps names to "module:attribute" strings: a wrong attribute (the erf spec
+    under matmul_gelu_tanh) would answer for another kernel under this name."""
+    loaded = {name: get_spec(name).name for name in builtin_names()}
+    assert {name: got for name, got in loaded.items() if got != name} == {}
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_every_registered_spec_is_complete_and_consistent(spec):
-    assert spec_problems(spec) == []
-    assert get_spec(spec.name) is spec
+    # Complete: KernelSpec refuses an incomplete spec when it is made (contract/test_spec.py).
     assert spec.space.outside(spec.space.default) is None
     assert set(spec.baselines) >= {"torch"}
     for other in spec.prior_from:  # the same space, so their winners are its configs
@@ -77,6 +82,9 @@ def test_unknown_kernel_lists_the_known_ones_and_suggests():
     message = str(err.value)
     assert "unknown kernel 'matmull'" in message and "did you mean 'matmul'" in message
     assert "softmax" in message and "\n" not in message
+    with pytest.raises(TlabError) as err:  # nothing near: no suggestion, still the list
+        get_spec("zzzz")
+    assert "did you mean" not in str(err.value) and "softmax" in str(err.value)
 
 
 def test_user_kernel_module_loads_and_runs(device):
