@@ -1,19 +1,10 @@
-"""Test setup: run kernels on the GPU when CUDA is visible, else in Triton's interpreter.
-
-TRITON_INTERPRET must be set before triton is first imported, hence here, at collection.
+"""Test setup: run kernels on the GPU when CUDA is visible, else in Triton's interpreter
+(helpers/backend.py decides, and sets TRITON_INTERPRET before triton is first imported).
 Tests marked `gpu` are skipped (with a reason) when no GPU is in use.
 """
 
-import os
-
 import pytest
-import torch
-
-HAS_CUDA = torch.cuda.is_available()
-if not HAS_CUDA:
-    os.environ["TRITON_INTERPRET"] = "1"
-INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") == "1"
-DEVICE = "cpu" if INTERPRETING else "cuda"
+from helpers.backend import DEVICE, INTERPRETING
 
 
 def pytest_collection_modifyitems(config, items):

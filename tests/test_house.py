@@ -1,6 +1,7 @@
 """House rules that keep the product tree readable: wings that import only what their
 docstrings allow, no import cycles, `tlab --help` free of torch, every function-level import
-saying why it is late, modules of a readable size, and the lab kept apart (and indexed)."""
+saying why it is late, modules of a readable size, the lab kept apart (and indexed), and
+tests that mirror the wings, sharing helpers only through tests/helpers/."""
 
 import ast
 import io
@@ -13,6 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "tritonbench_lab"
+TESTS = REPO / "tests"
 ROOT_MODULES = ("spec", "space", "shapes", "errors", "ops", "tuned")
 WINGS = ("cli", "data", "gates", "kernels", "measure", "runtime", "search", "views")
 # What each part of the package may import from the rest of it (its own part always). The
@@ -34,6 +36,15 @@ ALLOWED = {
     "gates": CONTRACT | {"tuned", "ops", "data", "measure", "runtime", "views", "kernels"},
     "cli": CONTRACT | {"tuned", "ops", "_moved", *WINGS},
 }
+# tests/ holds a folder per wing, contract/ for the contract's modules at the package root,
+# helpers/ for what tests share, and at its top only the tests that look at the whole tree,
+# conftest.py and the two files used by path (a kernel module, a script).
+TEST_FOLDERS = {*WINGS, "contract", "helpers"}
+TOP_LEVEL_TESTS = {"test_house.py", "test_docs.py", "test_docstrings.py"}
+TOP_LEVEL_FILES = {"conftest.py", "planted_kernels.py", "launch_recorder.py"}
+# The parts of the package a test folder's modules test (one of them at least).
+TESTED_IN = {"contract": CONTRACT, "runtime": {"runtime", "ops", "tuned"},
+             **{wing: {wing} for wing in WINGS if wing != "runtime"}}
 # A soft size: code lines (no docstrings, comments or blank lines) per module. Functions are
 # held to ruff's size and complexity rules (pyproject.toml, `make lint`).
 MAX_CODE_LINES = 350
@@ -91,34 +102,37 @@ def test_the_package_root_is_the_public_surface_and_wings():
         assert "import" in doc, f"{wing}/__init__.py must say what it may import"
 
 
-def test_no_import_cycles():
-    graph = _graph()
-    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+class _Components:
+    """The strongly connected components of a graph (Tarjan's algorithm)."""
 
-    def strongly_connect(node):  # Tarjan's algorithm
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in graph[node]:
-            if target not in index:
-                strongly_connect(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = set()
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
+    def __init__(self, graph: dict[str, set[str]]):
+        self.graph, self.found = graph, []
+        self.index, self.low, self.stack, self.on_stack = {}, {}, [], set()
+        for node in graph:
+            if node not in self.index:
+                self._visit(node)
+
+    def _visit(self, node: str) -> None:
+        self.index[node] = self.low[node] = len(self.index)
+        self.stack.append(node)
+        self.on_stack.add(node)
+        for target in self.graph[node]:
+            if target not in self.index:
+                self._visit(target)
+                self.low[node] = min(self.low[node], self.low[target])
+            elif target in self.on_stack:
+                self.low[node] = min(self.low[node], self.index[target])
+        if self.low[node] == self.index[node]:
+            component, member = set(), None
+            while member != node:
+                member = self.stack.pop()
+                self.on_stack.discard(member)
                 component.add(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
+            self.found.append(component)
 
-    for node in graph:
-        if node not in index:
-            strongly_connect(node)
+
+def test_no_import_cycles():
+    cycles = [sorted(c) for c in _Components(_graph()).found if len(c) > 1]
     assert cycles == []
 
 
@@ -204,7 +218,7 @@ def test_no_probe_or_session_log_in_the_product_tree():
 
 
 def test_the_package_and_tests_import_nothing_from_the_lab():
-    for path in [*PACKAGE.rglob("*.py"), *(REPO / "tests").glob("*.py")]:
+    for path in [*PACKAGE.rglob("*.py"), *TESTS.rglob("*.py")]:
         imported = {t for _, targets, _ in _imports(path) for t in targets}
         assert not {t for t in imported if t == "lab" or t.startswith("lab.")}, path
 
@@ -214,3 +228,53 @@ def test_the_lab_index_names_every_instrument_in_it():
     files = sorted(p.name for p in (REPO / "lab").iterdir()
                    if p.is_file() and p.name != "README.md" and p.suffix != ".pyc")
     assert [f for f in files if f"`{f}`" not in index and f"lab/{f}" not in index] == []
+
+
+# --- the tests ------------------------------------------------------------------------------
+
+def _test_folders() -> set[str]:
+    return {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+
+
+def test_test_folders_mirror_the_wings():
+    assert _test_folders() == TEST_FOLDERS, (
+        "tests/<name>/ for each wing tritonbench_lab/<name>/, contract/ and helpers/ only")
+    top = {p.name for p in TESTS.glob("*.py")}
+    assert top == TOP_LEVEL_TESTS | TOP_LEVEL_FILES, "a test belongs in its wing's folder"
+    assert not list((TESTS / "helpers").glob("test_*.py")), "helpers/ holds no tests"
+    strays = [p.relative_to(TESTS) for folder in TEST_FOLDERS - {"helpers"}
+              for p in (TESTS / folder).glob("*.py") if not p.name.startswith("test_")]
+    assert strays == [], "shared code goes to tests/helpers/"
+    # Test folders are not packages: pytest imports each module by its file name alone.
+    names = [p.name for p in TESTS.rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+@pytest.mark.parametrize("folder", sorted(TEST_FOLDERS - {"helpers"}))
+def test_every_test_module_lives_in_the_folder_of_what_it_tests(folder):
+    """Each module of tests/<folder>/ imports (at the top or in a test) what that folder
+    tests: a module of the wing, of the contract for contract/, or ops and tuned for runtime/."""
+    elsewhere = []
+    for path in sorted((TESTS / folder).glob("test_*.py")):
+        parts = {_part(t) for _, targets, _ in _imports(path) for t in targets if t in MODULES}
+        if not parts & TESTED_IN[folder]:
+            elsewhere.append(f"{path.relative_to(REPO)} imports only from {sorted(parts)}")
+    assert elsewhere == []
+
+
+def _imported_names(path: Path) -> set[str]:
+    """The top-level name of every module `path` imports, anywhere in it."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+    return names
+
+
+def test_tests_import_helpers_only_from_tests_helpers():
+    wrong = [f"{path.relative_to(REPO)} imports {name}" for path in sorted(TESTS.rglob("*.py"))
+             for name in sorted(_imported_names(path))
+             if name.startswith("test_") or name == "conftest"]
+    assert wrong == [], "move what tests share to tests/helpers/"

@@ -1,0 +1,96 @@
+"""The tlab command as users run it: help, list, and one-line errors with exit code 2."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from helpers.paths import REPO
+
+
+def tlab(*args, env=None, cwd=None):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], capture_output=True,
+                          text=True, env=full_env, cwd=cwd, timeout=300)
+
+
+def test_help_lists_the_commands_and_offers_completion():
+    result = tlab("--help")
+    assert result.returncode == 0
+    assert "list" in result.stdout and "Tune Triton kernels" in result.stdout
+    assert "--install-completion" in result.stdout
+
+
+def test_completion_offers_kernels_and_dtypes():
+    from tritonbench_lab.cli.options import complete_dtypes, complete_kernels
+
+    assert complete_kernels("so") == ["softmax"]
+    assert set(complete_kernels("")) >= {"matmul", "softmax", "rmsnorm", "add_rmsnorm"}
+    assert complete_dtypes("b") == ["bf16"]
+    assert complete_dtypes("fp32,f") == ["fp32,fp32", "fp32,fp16", "fp32,fp8e4m3", "fp32,fp8e5m2"]
+    assert complete_dtypes("fp8") == ["fp8e4m3", "fp8e5m2"]
+
+
+def test_list_with_a_kernel_module_chooses_the_backend_before_loading_it():
+    # As a user runs it: no TRITON_INTERPRET in the environment (the test session sets it).
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    result = subprocess.run([sys.executable, "-m", "tritonbench_lab", "list",
+                             "--kernel-module", "examples/axpy.py"], capture_output=True,
+                            text=True, env=env, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "axpy" in result.stdout
+
+
+def test_version():
+    from tritonbench_lab import __version__
+
+    result = tlab("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"tlab {__version__}"
+
+
+def test_list_shows_every_kernel_with_space_dtypes_baselines_and_shapes():
+    result = tlab("list", "--kernel-module", "examples/axpy.py", env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for name in ("matmul", "softmax", "rmsnorm", "add_rmsnorm", "axpy"):
+        assert f"\n{name}  " in "\n" + out
+    from tritonbench_lab.kernels.matmul import SPACE
+
+    assert f"{len(SPACE)} configs over BLOCK_M" in out
+    assert "bf16 (GPU only)" in out
+    assert "torch, unfused, compiled" in out
+    assert "torch, inductor (opt-in)" in out  # matmul's max-autotune baseline: when asked
+    assert "8192x8192x8192" in out and "8192x65536" in out
+
+
+ONE_LINE_ERRORS = [
+    (["list", "--kernel-module", "does/not/exist.py"], "does not exist"),
+    (["list", "--no-such-option"], "No such option: --no-such-option Try 'tlab list --help'"),
+    (["frobnicate"], "No such command 'frobnicate'"),
+    (["plot", "--format", "gif"], "unknown picture format 'gif': accepted are svg, png"),
+]
+
+
+@pytest.mark.parametrize("args, phrase", ONE_LINE_ERRORS, ids=lambda v: str(v)[:30])
+def test_bad_input_is_one_line_exit_2_no_traceback(args, phrase, tmp_path):
+    result = tlab(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("tlab: error: ") and phrase in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_malformed_kernel_module_is_one_line(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import no_such_package_anywhere\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = tlab("list", "--kernel-module", str(bad))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "ModuleNotFoundError" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_debug_shows_the_traceback():
+    result = tlab("list", "--kernel-module", "nope.py", env={"TLAB_DEBUG": "1"})
+    assert result.returncode != 0 and "Traceback" in result.stderr

@@ -1,0 +1,392 @@
+"""tritonbench_lab.ops: which of tlab's kernel and the PyTorch op each call runs, and why;
+memoised choices that follow the configs file; correct results either way."""
+
+import os
+
+import pytest
+import torch
+from helpers.backend import INTERPRETING
+from helpers.fixture_results import winner, write_winners
+
+from tritonbench_lab import ops, tuned
+from tritonbench_lab.data.records import parse_config_text
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.ops import NEAR_MARGIN, decide
+
+A = "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 TMA=0"
+SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
+
+
+@pytest.fixture
+def configs(tmp_path, monkeypatch):
+    """TEST DATA: matmul fp32 winners: 1024^3 where tlab's kernel beat the op 2x, 4096^3
+    where the op won, and 2048x2048x1024 where tlab led by just under NEAR_MARGIN."""
+    write_winners(tmp_path / SLUG / "matmul.csv", [
+        winner("1024x1024x1024", A, dtype="fp32", p50_ms=1.0, op_p50_ms=2.0),
+        winner("2048x2048x1024", A, dtype="fp32", p50_ms=1.0, op_p50_ms=NEAR_MARGIN - 0.01),
+        winner("4096x4096x4096", A, dtype="fp32", p50_ms=1.0, op_p50_ms=0.9),
+    ])
+    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(ops, "RECHECK_S", 0.0)
+    tuned.clear_cache()
+    ops.clear()
+    yield tmp_path
+    tuned.clear_cache()
+    ops.clear()
+
+
+@pytest.mark.parametrize("sizes, provider, phrase", [
+    ((1024, 1024, 1024), "triton", "tuned here: 2.00x"),
+    ((4096, 4096, 4096), "torch", "tuned here, and the PyTorch op was faster (0.90x)"),
+    ((1024, 1024, 1040), "triton", "nearest tuned shape 1024x1024x1024: 2.00x"),
+    ((1536, 1024, 1024), "triton", "nearest tuned shape 1024x1024x1024"),  # 1.5x away
+    ((2048, 2048, 1040), "torch", "led by 1.09x, less than the 1.10x"),
+    ((512, 256, 512), "torch", "more than 2x away"),  # 1 + 2 + 1 octaves
+    ((1000, 1000, 1000), "torch", "no fp32 shape of alignment class 8/8/8"),
+])
+def test_decide(configs, sizes, provider, phrase):
+    choice = decide("matmul", torch.float32, sizes, gpu=SLUG)
+    assert choice.provider == provider and phrase in choice.reason, choice
+    assert (choice.config is not None) == (provider == "triton")
+
+
+def test_decide_without_a_timed_op_or_a_file_calls_the_op(configs):
+    write_winners(configs / SLUG / "matmul.csv", [winner("64x64x64", A, dtype="fp32")])
+    tuned.clear_cache()
+    choice = decide("matmul", torch.float32, (64, 64, 64), gpu=SLUG)
+    assert choice.provider == "torch" and "not timed" in choice.reason
+    assert decide("matmul", torch.float32, (64, 64, 64), gpu="no-such-gpu").provider == "torch"
+
+
+# TEST DATA (ms): GPU times and host times of a call, kernel and op, at one tuned shape.
+@pytest.mark.parametrize("times, eager, captured, phrase", [
+    # a 3 us kernel launched in 50 us against a 6 us op launched in 8 us: the op, eagerly
+    ((0.003, 0.006, 0.050, 0.008), "torch", "triton",
+     "called eagerly 0.16x (a call's host time 50 us, the op's 8 us): eager calls run the op, "
+     "calls captured in a CUDA graph tlab"),
+    # an op of ten launches (the eager RoPE formula): tlab's kernel eagerly, not in a graph
+    ((0.010, 0.009, 0.030, 0.300), "triton", "torch", "called eagerly 10.00x"),
+    # long kernels: host times hide under GPU time, both choices alike
+    ((1.000, 2.000, 0.050, 0.008), "triton", "triton", "called eagerly 2.00x"),
+    # a tie called eagerly (both wait on their host) is not a win
+    ((0.003, 0.006, 0.008, 0.008), "torch", "triton", "called eagerly 1.00x"),
+])
+def test_decide_weighs_host_time_for_eager_calls(configs, times, eager, captured, phrase):
+    p50, op_p50, host, op_host = times
+    write_winners(configs / SLUG / "matmul.csv", [winner(
+        "1024x1024x1024", A, dtype="fp32", p50_ms=p50, op_p50_ms=op_p50, host_ms=host,
+        op_host_ms=op_host)])
+    tuned.clear_cache()
+    choice = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
+    assert (choice.provider, choice.captured) == (eager, captured), choice
+    assert phrase in choice.reason and choice.config == parse_config_text(A)
+    assert choice.speedup == pytest.approx(op_p50 / p50)
+
+
+def test_decide_needs_the_near_margin_on_eager_times_too(configs):
+    """Near a tuned shape the eager lead must reach NEAR_MARGIN, as the GPU lead must."""
+    write_winners(configs / SLUG / "matmul.csv", [winner(
+        "1024x1024x1024", A, dtype="fp32", p50_ms=0.005, op_p50_ms=0.010, host_ms=0.020,
+        op_host_ms=0.020 * (NEAR_MARGIN - 0.01))])  # eagerly 1.09x, on the GPU 2x
+    tuned.clear_cache()
+    near = decide("matmul", torch.float32, (1024, 1024, 1040), gpu=SLUG)
+    here = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
+    assert (near.provider, near.captured) == ("torch", "triton")
+    assert (here.provider, here.captured) == ("triton", "triton")
+
+
+def test_near_a_tuned_shape_gpu_times_scale_with_the_work_and_host_times_do_not(configs):
+    """At the tuned 1024^3 the kernel's launch (50 us) hides its GPU lead (40 against 50 us):
+    a tie, eagerly. Twice the work makes both GPU times twice as long, past the host's: the
+    1.25x lead shows; half the work leaves the launch to set the pace."""
+    write_winners(configs / SLUG / "matmul.csv", [winner(
+        "1024x1024x1024", A, dtype="fp32", p50_ms=0.040, op_p50_ms=0.050, host_ms=0.050,
+        op_host_ms=0.010)])
+    tuned.clear_cache()
+    here = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
+    larger = decide("matmul", torch.float32, (2048, 1024, 1024), gpu=SLUG)
+    smaller = decide("matmul", torch.float32, (512, 1024, 1024), gpu=SLUG)
+    assert (here.provider, here.eager_speedup) == ("torch", pytest.approx(1.0))
+    assert (larger.provider, larger.eager_speedup) == ("triton", pytest.approx(1.25))
+    assert "GPU times x2.00, this shape's work" in larger.reason
+    assert (smaller.provider, smaller.eager_speedup) == ("torch", pytest.approx(0.5))
+    assert here.captured == larger.captured == smaller.captured == "triton"
+
+
+def test_configs_without_host_times_decide_eager_calls_by_gpu_time(configs):
+    choice = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
+    assert choice.provider == choice.captured == "triton" and choice.eager_speedup is None
+    assert "no host times recorded there, so eager calls go by GPU time too" in choice.reason
+
+
+def test_ops_switch_per_call_between_eager_and_captured_choices(configs, device, monkeypatch):
+    """One shape, two choices: each call runs the one of its mode, and each is correct."""
+    write_winners(configs / SLUG / "softmax.csv", [winner(
+        "33x1000", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1", dtype="fp32", kernel="softmax",
+        p50_ms=0.003, op_p50_ms=0.006, host_ms=0.050, op_host_ms=0.008)])
+    tuned.clear_cache()
+    x = torch.randn(33, 1000, generator=torch.Generator(device=device).manual_seed(1),
+                    device=device)
+    calls = []
+    real_softmax = torch.softmax
+    monkeypatch.setattr(torch, "softmax", lambda *a, **k: calls.append("op") or real_softmax(*a, **k))
+    for capturing in (False, False, True, False):
+        monkeypatch.setattr(ops, "_capturing", lambda device, capturing=capturing: capturing)
+        torch.testing.assert_close(ops.softmax(x), real_softmax(x.double(), -1).float())
+    # The first eager call runs tlab's kernel (compiled and loaded before any capture), the
+    # next eager ones the op; the "captured" one tlab's kernel.
+    assert calls == ["op", "op"]
+    assert ops.bound_launch("softmax", x.dtype, (33, 1000), x.get_device()) is None
+    assert ops.bound_launch("softmax", x.dtype, (33, 1000), x.get_device(), captured=True)
+
+
+def _count_binds(monkeypatch, module):
+    calls = []
+    real = module.bind
+
+    def bind(config):
+        calls.append(config)
+        return real(config)
+
+    monkeypatch.setattr(module, "bind", bind)
+    return calls
+
+
+def test_ops_matmul_chooses_once_per_shape_and_follows_the_file(configs, device, monkeypatch):
+    from tritonbench_lab.kernels import matmul as kernel
+
+    binds = _count_binds(monkeypatch, kernel)
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(256, 64, generator=gen, device=device)  # 256x256x64: 8 octaves away
+    b = torch.randn(64, 256, generator=gen, device=device)
+    for _ in range(3):
+        torch.testing.assert_close(ops.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    assert binds == []  # far from every tuned shape: the PyTorch op, decided once
+    write_winners(configs / SLUG / "matmul.csv", [
+        winner("256x256x64", A, dtype="fp32", p50_ms=1.0, op_p50_ms=3.0)])
+    os.utime(configs / SLUG / "matmul.csv", (1, 1))  # a new mtime, whatever the clock
+    tuned.clear_cache()
+    for _ in range(3):
+        c = ops.matmul(a, b)
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+    # the new file: tlab's kernel, bound once, under A completed by the one rule (A is from
+    # before STREAM_K existed: completed with what the kernel did then)
+    assert binds == [{**parse_config_text(A), "STREAM_K": 0}]
+
+
+def test_ops_give_the_op_result_for_what_the_kernels_cannot_take(configs, device):
+    x = torch.randn(5, 7, dtype=torch.float64, device=device)
+    torch.testing.assert_close(ops.softmax(x), torch.softmax(x, -1))
+    torch.testing.assert_close(ops.matmul(x, x.T), x @ x.T)
+    w = torch.randn(7, dtype=torch.float64, device=device)
+    torch.testing.assert_close(ops.rmsnorm(x, w), torch.nn.functional.rms_norm(x, (7,), w, 1e-6))
+    batched = torch.randn(2, 3, 4, device=device)
+    torch.testing.assert_close(ops.matmul(batched, batched.transpose(1, 2)),
+                               batched @ batched.transpose(1, 2))
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 7), (7, 4097), (33, 1000)])
+@pytest.mark.parametrize("tuned_rows", [False, True], ids=["untuned", "tuned"])
+def test_ops_row_kernels_are_correct_either_way(configs, device, rows, cols, tuned_rows):
+    if tuned_rows:  # tlab's kernel wins at exactly this shape in every row kernel's file
+        for kernel, config in (("softmax", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1"),
+                               ("rmsnorm", "ROWS=1 num_warps=4"),
+                               ("add_rmsnorm", "ROWS=1 num_warps=4")):
+            write_winners(configs / SLUG / f"{kernel}.csv", [
+                winner(f"{rows}x{cols}", config, dtype="fp32", kernel=kernel, op_p50_ms=2.0)])
+        tuned.clear_cache()
+    gen = torch.Generator(device=device).manual_seed(rows + cols)
+    x = torch.randn(rows, cols, generator=gen, device=device)
+    r = torch.randn(rows, cols, generator=gen, device=device)
+    w = torch.randn(cols, generator=gen, device=device)
+    torch.testing.assert_close(ops.softmax(x), torch.softmax(x.double(), -1).float())
+    y = ops.rmsnorm(x, w)
+    ref = torch.nn.functional.rms_norm(x.double(), (cols,), w.double(), 1e-6).float()
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+    y, h = ops.rmsnorm(x, w, residual=r)
+    torch.testing.assert_close(h, x + r)
+    ref = torch.nn.functional.rms_norm((x + r).double(), (cols,), w.double(), 1e-6).float()
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+    plans = [ops.bound_launch(k, x.dtype, (rows, cols), x.get_device())
+             for k in ("softmax", "rmsnorm", "add_rmsnorm")]
+    assert all((p is not None) == tuned_rows for p in plans)
+
+
+def test_explain_command_says_what_ops_would_call(configs):
+    from typer.testing import CliRunner
+
+    from tritonbench_lab.cli import app
+
+    result = CliRunner().invoke(app, ["explain", "matmul", "--shape", "1024x1024x1024",
+                                      "--dtype", "fp32", "--gpu-name", SLUG])
+    assert result.exit_code == 0, result.output
+    assert "tlab's kernel, BLOCK_M=32" in result.output and "tuned here: 2.00x" in result.output
+    write_winners(configs / SLUG / "matmul.csv", [winner(
+        "1024x1024x1024", A, dtype="fp32", p50_ms=0.003, op_p50_ms=0.006, host_ms=0.05,
+        op_host_ms=0.008)])
+    tuned.clear_cache()
+    result = CliRunner().invoke(app, ["explain", "matmul", "--shape", "1024x1024x1024",
+                                      "--dtype", "fp32", "--gpu-name", SLUG])
+    assert result.exit_code == 0, result.output
+    assert ("called eagerly the PyTorch op; in a CUDA graph tlab's kernel, BLOCK_M=32"
+            in result.output), result.output
+    result = CliRunner().invoke(app, ["explain", "matmul", "--shape", "64x64", "--gpu-name", SLUG])
+    assert result.exit_code != 0
+
+
+@pytest.mark.gpu
+def test_ops_are_capturable_in_a_cuda_graph(configs, device):
+    write_winners(configs / SLUG / "softmax.csv", [winner(
+        "8192x4096", "ROWS=1 num_warps=16 PER_SM=0 SPLIT=1", dtype="fp32", kernel="softmax",
+        op_p50_ms=2.0)])
+    tuned.clear_cache()
+    x = torch.randn(8192, 4096, device=device)
+    ops.softmax(x)  # decided and compiled outside the capture
+    assert ops.bound_launch("softmax", x.dtype, (8192, 4096), x.get_device()) is not None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.softmax(x)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+
+
+@pytest.mark.gpu
+def test_a_graph_captures_tlabs_kernel_where_eager_calls_take_the_op(configs, device,
+                                                                      monkeypatch):
+    """Host-bound eagerly, faster on the GPU: warm-up calls run the op (after the first, which
+    loads tlab's kernel), the captured graph runs tlab's kernel, and its replay is right."""
+    write_winners(configs / SLUG / "softmax.csv", [winner(
+        "64x1000", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1", dtype="fp32", kernel="softmax",
+        p50_ms=0.003, op_p50_ms=0.006, host_ms=0.050, op_host_ms=0.008)])
+    tuned.clear_cache()
+    x = torch.randn(64, 1000, device=device)
+    ops.softmax(x)  # the first call: tlab's kernel, compiled and loaded here
+    calls = []
+    real_softmax = torch.softmax
+    monkeypatch.setattr(torch, "softmax", lambda *a, **k: calls.append("op") or real_softmax(*a, **k))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up on a side stream, as torch.cuda.graph advises
+        for _ in range(3):
+            ops.softmax(x)
+    torch.cuda.current_stream().wait_stream(side)
+    assert calls == ["op"] * 3
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.softmax(x)
+    assert calls == ["op"] * 3  # captured: tlab's kernel
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.testing.assert_close(y, real_softmax(x, -1))
+
+
+@pytest.mark.parametrize("tuned_here", [False, True], ids=["untuned", "tuned"])
+def test_ops_layernorm_rope_add_are_correct_either_way(configs, device, tuned_here):
+    """The same calls through tlab's kernels (a winner at exactly these shapes, 2x the op)
+    and through the PyTorch ops (no winner): the float64 answer either way."""
+    rows, cols = 7, 1000
+    q_shape = (2, 5, 3, 64)  # batch, seq, heads, head_dim
+    n = 4097
+    if tuned_here:
+        for kernel, shape, config in (
+                ("layernorm", f"{rows}x{cols}", "ROWS=1 num_warps=4 TILE_COLS=0"),
+                ("rope", "x".join(map(str, q_shape)), "BLOCK=128 num_warps=1"),
+                ("add", str(n), "BLOCK=1024 num_warps=4")):
+            write_winners(configs / SLUG / f"{kernel}.csv", [
+                winner(shape, config, dtype="fp32", kernel=kernel, op_p50_ms=2.0)])
+        tuned.clear_cache()
+    gen = torch.Generator(device=device).manual_seed(5)
+    x = torch.randn(rows, cols, generator=gen, device=device)
+    w = torch.randn(cols, generator=gen, device=device)
+    b = torch.randn(cols, generator=gen, device=device)
+    ref = torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), 1e-5)
+    torch.testing.assert_close(ops.layernorm(x, w, b), ref.float(), rtol=1e-4, atol=1e-4)
+
+    # q and k as views of one fused qkv tensor: strided heads and tokens
+    qkv = torch.randn(q_shape[0], q_shape[1], 3, q_shape[2], q_shape[3], generator=gen,
+                      device=device)
+    q, k = qkv[:, :, 0], qkv[:, :, 1]
+    angles = torch.rand(q_shape[1], q_shape[3] // 2, generator=gen, device=device) * 6.0
+    cos, sin = angles.cos(), angles.sin()
+    from tritonbench_lab.kernels.rope import rope_reference
+
+    q_ref, k_ref = rope_reference({"q": q, "k": k, "cos": cos, "sin": sin})
+    q_out, k_out = ops.rope(q, k, cos, sin)
+    torch.testing.assert_close(q_out, q_ref.float(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(k_out, k_ref.float(), rtol=1e-5, atol=1e-5)
+    k_one = qkv[:, :, 1, :1]  # one k head beside q's three (multi-query attention)
+    _, k_one_ref = rope_reference({"q": q, "k": k_one, "cos": cos, "sin": sin})
+    q_out, k_out = ops.rope(q, k_one, cos, sin)
+    torch.testing.assert_close(q_out, q_ref.float(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(k_out, k_one_ref.float(), rtol=1e-5, atol=1e-5)
+
+    u, v = torch.randn(n, generator=gen, device=device), torch.randn(n, generator=gen, device=device)
+    torch.testing.assert_close(ops.add(u, v), (u.double() + v.double()).float())
+
+    plans = [ops.bound_launch("layernorm", x.dtype, (rows, cols), x.get_device()),
+             ops.bound_launch("rope", q.dtype, q_shape, q.get_device()),
+             ops.bound_launch("add", u.dtype, (n,), u.get_device())]
+    assert all((p is not None) == tuned_here for p in plans)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("tuned_here", [False, True], ids=["untuned", "tuned"])
+def test_ops_matmul_gelu_is_correct_either_way(configs, device, approximate, tuned_here):
+    """nn.Linear + GELU through tlab's fused kernel (a winner at exactly this ragged shape,
+    2x the op, of the form's own kernel) and through F.gelu(torch.addmm(...)): the float64
+    answer either way; a bias the kernel cannot take goes to the op, not to an error."""
+    M, N, K = 33, 40, 24
+    kernel = "matmul_gelu" if approximate == "none" else "matmul_gelu_tanh"
+    if tuned_here:
+        for config in (A + " STREAM_K=0", A.replace("TMA=0", "TMA=1") + " STREAM_K=0"):
+            write_winners(configs / SLUG / f"{kernel}.csv", [
+                winner(f"{M}x{N}x{K}", config, dtype="fp32", kernel=kernel, op_p50_ms=2.0)])
+            tuned.clear_cache()
+            ops.clear()
+            _check_matmul_gelu(device, M, N, K, approximate, tuned_here)
+    else:
+        _check_matmul_gelu(device, M, N, K, approximate, tuned_here)
+
+
+def _check_matmul_gelu(device, M, N, K, approximate, tuned_here):
+    gen = torch.Generator(device=device).manual_seed(M + N + K)
+    a = torch.randn(M, K, generator=gen, device=device)
+    b = torch.randn(K, N, generator=gen, device=device)
+    bias = torch.randn(N, generator=gen, device=device)
+    ref = torch.nn.functional.gelu(a.double() @ b.double() + bias.double(),
+                                   approximate=approximate).float()
+    torch.testing.assert_close(ops.matmul_gelu(a, b, bias, approximate), ref,
+                               rtol=1e-4, atol=1e-4)
+    out = torch.full((M, N), float("nan"), device=device)
+    assert ops.matmul_gelu(a, b, bias, approximate, out=out) is out
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    kernel = "matmul_gelu" if approximate == "none" else "matmul_gelu_tanh"
+    assert (ops.bound_launch(kernel, a.dtype, (M, N, K), a.get_device()) is not None) == tuned_here
+    strided_bias = torch.randn(2 * N, generator=gen, device=device)[::2]  # not contiguous
+    ref = torch.nn.functional.gelu(a.double() @ b.double() + strided_bias.double(),
+                                   approximate=approximate).float()
+    torch.testing.assert_close(ops.matmul_gelu(a, b, strided_bias, approximate), ref,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_ops_matmul_gelu_refuses_an_unknown_form(configs, device):
+    a = torch.randn(4, 4, device=device)
+    with pytest.raises(ValueError, match="accepted are 'none' and 'tanh'"):
+        ops.matmul_gelu(a, a, torch.randn(4, device=device), approximate="sigmoid")
+
+
+def test_a_shape_the_kernels_spec_refuses_goes_to_the_op_without_a_decision(monkeypatch):
+    """Which shapes a kernel can take is its spec's check_shape (softmax: at most 2^24
+    columns), read once per shape; the configs are not even consulted there."""
+    from tritonbench_lab.kernels import get_spec
+
+    def decide(*args, **kwargs):
+        raise AssertionError("decided a shape the spec refuses")
+
+    monkeypatch.setattr(ops, "decide", decide)
+    too_wide = (1, 2**24 + 1)
+    with pytest.raises(TlabError, match="at most"):
+        get_spec("softmax").check_shape(get_spec("softmax").shape(*too_wide))
+    assert ops._choose("softmax", torch.float32, too_wide, -1, None) == (None, None)
+    assert ops._choose("add", torch.float32, (0,), -1, None) == (None, None)
