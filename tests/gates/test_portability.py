@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tritonbench_lab import ops, tuned
+from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.portability import (
     TOLERANCE,
     trust_file,
@@ -21,6 +22,7 @@ from tritonbench_lab.data.portability import (
 )
 from tritonbench_lab.data.records import CRASH, OK, TORCH_OP, TRITON, Carried, Trust, Winner
 from tritonbench_lab.data.store import load_winners, read_table, write_table
+from tritonbench_lab.gates.portability import bench_of, pairs
 
 B = "BLOCK_M=128 BLOCK_N=128 BLOCK_K=64 GROUP_M=8 num_warps=8 num_stages=4 TMA=0 STREAM_K=0"
 
@@ -121,6 +123,32 @@ def test_no_file_and_no_measurement_means_the_op(configs):
 
 def test_trust_is_per_dtype(configs):
     assert tuned.find("matmul", "fp16", (4096, 4096, 4096), gpu="sim-h100").row is None
+
+
+def test_pairs_are_the_shapes_both_gpus_tuned_on_the_current_source(tmp_path):
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.measure.source import source_hash
+
+    source = source_hash(get_spec("matmul"))
+    mine = [dataclasses.replace(winner(s), source=source) for s in ("1024x1024x1024", "2048x2048x2048")]
+    theirs = [dataclasses.replace(winner(s, p50_ms=0.9), source=source)
+              for s in ("2048x2048x2048", "4096x4096x4096")]
+    theirs.append(dataclasses.replace(winner("1024x1024x1024"), source="older"))
+    write_table(tmp_path / "configs" / "here" / "matmul.csv", mine, Winner)
+    write_table(tmp_path / "configs" / "there" / "matmul.csv", theirs, Winner)
+    write_table(tmp_path / "configs" / "there" / "add.csv", [winner("64", kernel="add")], Winner)
+    notes: list[str] = []
+    found = pairs(Layout(tmp_path), "there", "here", None, None, notes.append)
+    assert [(p.native.shape, p.carried.p50_ms) for p in found] == [("2048x2048x2048", 0.9)]
+    assert notes == ["matmul bf16 1024x1024x1024: a winner of another source of the kernel "
+                     "(sweep it again first)"]  # add: only one GPU tuned it, not asked for
+    pairs(Layout(tmp_path), "there", "here", ["add"], None, notes.append)
+    assert notes[-1] == "add: no configs on here"
+
+
+def test_a_short_winner_is_timed_by_both_clocks_as_the_gate_times_it():
+    assert bench_of(winner("64", p50_ms=0.005)).timing == "both"
+    assert bench_of(winner("8192x8192x8192", p50_ms=1.5)).timing == "events"
 
 
 # --- the command, in Triton's interpreter -------------------------------------------------
