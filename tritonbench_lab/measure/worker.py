@@ -138,27 +138,18 @@ class _Child:
         return inputs, spec.reference(inputs), None
 
     def run(self, task: Task) -> Outcome:
+        """One task: the first call (it compiles), then verify, then time (_time)."""
         # late: `tlab --help` imports no torch
         import torch
 
         from tritonbench_lab.kernels import get_spec
-        from tritonbench_lab.measure.verify import as_outputs, check, poison
+        from tritonbench_lab.measure.verify import as_outputs, check
         from tritonbench_lab.spec import parse_dtype
 
         spec = get_spec(task.kernel)
         self._prepare(spec, task)
-        inputs = self.inputs
         tolerance = spec.tolerance[parse_dtype(task.dtype)]
-        if task.provider == TRITON:
-            outputs = poison(spec.allocate_outputs(inputs))
-
-            def call():
-                return spec.launch(inputs, task.config, outputs)
-        else:
-            baseline = spec.baselines[task.provider]
-
-            def call():
-                return baseline(inputs)
+        call = self._call(spec, task)
 
         def sync():
             if not self.interpreting:
@@ -177,6 +168,30 @@ class _Child:
         if not verdict.ok and task.provider == TRITON:
             return Outcome(WRONG_RESULT, verdict.detail, verdict.max_abs_error,
                            compile_s=compile_s)
+        return self._time(task, call, sync, verdict, compile_s)
+
+    def _call(self, spec, task: Task):
+        """The task's call on the current case's inputs: the config's launch into
+        NaN-poisoned outputs, or the baseline."""
+        # late: `tlab --help` imports no torch
+        from tritonbench_lab.measure.verify import poison
+
+        inputs = self.inputs
+        if task.provider == TRITON:
+            outputs = poison(spec.allocate_outputs(inputs))
+
+            def call():
+                return spec.launch(inputs, task.config, outputs)
+        else:
+            baseline = spec.baselines[task.provider]
+
+            def call():
+                return baseline(inputs)
+        return call
+
+    def _time(self, task: Task, call, sync, verdict, compile_s: float) -> Outcome:
+        """Time a verified call (and its host time, when the task asks); a first-pass time
+        that was not cut may lead the case's early cut (_cut_ms)."""
         bench = task.bench or self.bench
         try:
             timed = time_call(call, bench, self.interpreting, self._cut_ms(bench))
@@ -207,6 +222,7 @@ class _Child:
 
 def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: int,
            visible: str | None = None, env: dict[str, str] | None = None) -> None:
+    """The child process: set its environment, make its _Child, then serve tasks."""
     # Ctrl-C reaches the whole process group: the parent handles it and stops this child.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     children.apply(env)  # the command's environment, not the fork server's old copy
@@ -226,6 +242,12 @@ def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: in
             import torch
 
             torch.empty(1, device="cuda")
+    _serve_tasks(child, inbox, outbox, parent_pid)
+
+
+def _serve_tasks(child: _Child, inbox, outbox, parent_pid: int) -> None:
+    """Run the tasks of `inbox` one at a time, each outcome to `outbox`, until told to stop
+    (None), the parent is gone, or a task crashed."""
     while True:
         try:
             task = inbox.get(timeout=1.0)
