@@ -369,8 +369,10 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     devices = make_devices(labels, interpret=request.interpret,
                            kernel_modules=request.kernel_modules, bench=request.bench,
                            backend=request.backend, address=request.ray_address)
-    if todo and not request.interpret:  # on a GPU machine, starting a worker takes seconds;
-        for device in devices:  # before the pool's, so that the baselines can start at once
+    # On a GPU machine, starting a worker takes seconds: start them before the pool's
+    # processes, so that the baselines can start at once.
+    if todo and not request.interpret:
+        for device in devices:
             device.prepare(confirm=request.confirm > 0)
     run.pool = start_pool(request, [t for t in to_measure if t.provider == TRITON], events) \
         if todo else None
