@@ -9,13 +9,12 @@ prior. No GPU needed.
 import sys
 from pathlib import Path
 
-from tritonbench_lab.search.prior import left_out_prior, standing_times
-from tritonbench_lab.search.replay import replay
-
 from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.data.store import load_records
 from tritonbench_lab.data.winners import shape_results
 from tritonbench_lab.kernels import get_spec
+from tritonbench_lab.search.prior import left_out_prior, standing_times
+from tritonbench_lab.search.replay import replay
 from tritonbench_lab.space import config_text
 
 SLUG, KERNEL, CAP = "nvidia-h200", "matmul", 12

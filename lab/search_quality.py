@@ -128,12 +128,11 @@ def run(shapes: list[str]) -> None:
 def show_prior(shape: str) -> None:
     from types import SimpleNamespace
 
-    from tritonbench_lab.search.prior import prior_configs
-
     from tritonbench_lab.data.layout import Layout
     from tritonbench_lab.data.store import load_records
     from tritonbench_lab.data.winners import shape_results
     from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.search.prior import prior_configs
     from tritonbench_lab.space import config_text
 
     spec = get_spec(KERNEL)

@@ -111,34 +111,41 @@ def parse_sizes(text: str) -> list[tuple[int, ...]]:
 
 def _expand(term: str, text: str) -> list[tuple[int, ...]]:
     """The size tuples of one stripped, non-empty term."""
-
-    def bad(reason: str) -> TlabError:
-        return TlabError(f"bad size term {term!r} in {text!r}: {reason}")
-
-    def number(digits: str, what: str = "sizes") -> int:
-        if digits.startswith("-"):
-            raise bad(f"{what} must be positive integers")
-        # Compare digit counts before calling int(): a 5000-digit term must not reach int().
-        too_large = bad(f"too large: {what} must be at most 2**40 ({MAX_SIZE})")
-        if len(digits.lstrip("0")) > len(str(MAX_SIZE)):
-            raise too_large
-        value = int(digits)
-        if value == 0:
-            raise bad(f"{what} must be positive integers")
-        if value > MAX_SIZE:
-            raise too_large
-        return value
-
     if _SINGLE.fullmatch(term):
-        return [(number(term),)]
+        return [(_number(term, term, text),)]
     if _SHAPE.fullmatch(term):
-        return [tuple(number(part) for part in term.split("x"))]
+        return [tuple(_number(part, term, text) for part in term.split("x"))]
     match = _RANGE.fullmatch(term)
     if not match:
-        raise bad(EXPECTED)
-    start, end = number(match[1]), number(match[2])
+        raise _bad(term, text, EXPECTED)
+    return _range(match, term, text)
+
+
+def _bad(term: str, text: str, reason: str) -> TlabError:
+    return TlabError(f"bad size term {term!r} in {text!r}: {reason}")
+
+
+def _number(digits: str, term: str, text: str, what: str = "sizes") -> int:
+    """One size (or step) of a term as a positive int no bigger than MAX_SIZE."""
+    if digits.startswith("-"):
+        raise _bad(term, text, f"{what} must be positive integers")
+    # Compare digit counts before calling int(): a 5000-digit term must not reach int().
+    too_large = _bad(term, text, f"too large: {what} must be at most 2**40 ({MAX_SIZE})")
+    if len(digits.lstrip("0")) > len(str(MAX_SIZE)):
+        raise too_large
+    value = int(digits)
+    if value == 0:
+        raise _bad(term, text, f"{what} must be positive integers")
+    if value > MAX_SIZE:
+        raise too_large
+    return value
+
+
+def _range(match: re.Match, term: str, text: str) -> list[tuple[int, ...]]:
+    """A-B (powers of two: doubling from A) or A-B:STEP (arithmetic)."""
+    start, end = _number(match[1], term, text), _number(match[2], term, text)
     if start > end:
-        raise bad(f"the range is reversed ({start} > {end}); write {end}-{start}")
+        raise _bad(term, text, f"the range is reversed ({start} > {end}); write {end}-{start}")
     if match[3] is None:
         # Doubling from start; at most 41 values since every size is <= 2**40.
         values = []
@@ -146,10 +153,10 @@ def _expand(term: str, text: str) -> list[tuple[int, ...]]:
             values.append(start)
             start *= 2
         return [(v,) for v in values]
-    step = number(match[3], what="steps")
+    step = _number(match[3], term, text, what="steps")
     count = (end - start) // step + 1
     if count > MAX_TERMS:
-        raise bad(f"the range expands to {count:,} values, more than {MAX_TERMS:,}")
+        raise _bad(term, text, f"the range expands to {count:,} values, more than {MAX_TERMS:,}")
     return [(v,) for v in range(start, end + 1, step)]
 
 

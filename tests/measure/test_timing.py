@@ -187,9 +187,9 @@ def test_a_first_pass_row_comes_from_its_first_calls_when_cut_or_long_enough():
 
 
 def test_a_worker_cuts_only_against_a_long_leader_of_the_same_case():
-    from tritonbench_lab.measure.worker import _Child
+    from tritonbench_lab.measure.attempt import Attempts
 
-    child = _Child((), BenchOptions())
+    child = Attempts((), BenchOptions())
     first_pass = BenchOptions(rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
     assert child._cut_ms(first_pass) is None  # nothing timed here yet
     child.leader_ms = BOTH_CLOCKS_BELOW_MS * 2
@@ -203,12 +203,12 @@ def test_a_worker_keeps_the_last_few_cases_with_their_leaders(monkeypatch):
     """A sweep times several shapes in turn while its configs compile: going back to a
     shape keeps its inputs, its reference and its early cut's leader."""
     from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.measure.attempt import Attempts, Task
     from tritonbench_lab.measure.cases import CASES_KEPT
-    from tritonbench_lab.measure.worker import Task, _Child
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     spec = get_spec("add")
-    child = _Child((), BenchOptions())
+    child = Attempts((), BenchOptions())
 
     def visit(n, leader=None):
         child._prepare(spec, Task("add", "triton", (n,), "fp32", {}))
@@ -235,7 +235,7 @@ def test_a_case_that_does_not_fit_beside_the_kept_ones_is_made_again_alone(monke
     import torch
 
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.measure.worker import Task, _Child
+    from tritonbench_lab.measure.attempt import Attempts, Task
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     real = get_spec("add")
@@ -258,7 +258,7 @@ def test_a_case_that_does_not_fit_beside_the_kept_ones_is_made_again_alone(monke
     def case(n):
         return Task("add", "triton", (n,), "fp32", {})
 
-    child = _Child((), BenchOptions())
+    child = Attempts((), BenchOptions())
     spec = Tight(child)
     for n in (101, 203):
         child._prepare(spec, case(n))
@@ -268,7 +268,7 @@ def test_a_case_that_does_not_fit_beside_the_kept_ones_is_made_again_alone(monke
     child._prepare(spec, case(102))  # a small one fits beside it: 301 is kept
     assert list(child.cases.kept) == [("add", (301,), "fp32", 0)]
     # With nothing kept to let go, the error is the task's, as before.
-    alone = _Child((), BenchOptions())
+    alone = Attempts((), BenchOptions())
     with pytest.raises(torch.cuda.OutOfMemoryError):
         alone._prepare(Tight(alone, never_fits=True), case(302))
     assert alone.case_key is None and alone.inputs is None
@@ -276,13 +276,13 @@ def test_a_case_that_does_not_fit_beside_the_kept_ones_is_made_again_alone(monke
 
 def test_a_worker_keeps_the_fastest_uncut_first_pass_time_of_its_case(monkeypatch):
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.measure import worker
+    from tritonbench_lab.measure import attempt
     from tritonbench_lab.measure.timing import Timed
 
     spec = get_spec("add")
 
     def task_for(spec, shape, bench):
-        return worker.Task(spec.name, "triton", shape.sizes, "fp32", spec.space.default, 0, bench)
+        return attempt.Task(spec.name, "triton", shape.sizes, "fp32", spec.space.default, 0, bench)
     readings = iter([(2.0, CUDAGRAPH), (1.0, CUDAGRAPH), (0.5, CUT), (3.0, CUDAGRAPH)])
     asked = []
 
@@ -291,8 +291,8 @@ def test_a_worker_keeps_the_fastest_uncut_first_pass_time_of_its_case(monkeypatc
         p50, method = next(readings)
         return Timed(p50, p50, p50, method)
 
-    monkeypatch.setattr(worker, "time_call", scripted)
-    child = worker._Child((), BenchOptions())
+    monkeypatch.setattr(attempt, "time_call", scripted)
+    child = attempt.Attempts((), BenchOptions())
     first_pass = BenchOptions(rep_ms=5, timing="cudagraph", cut_factor=CUT_FACTOR)
     task = task_for(spec, spec.small_shapes[0], bench=first_pass)
     for _ in range(4):

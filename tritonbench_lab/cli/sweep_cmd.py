@@ -255,48 +255,22 @@ CONFIG_WIDTH = 28  # columns of the winner's config before it folds onto the nex
 
 
 def print_summary(result, request, console: Console) -> None:
+    """The winners of the shapes asked for, as a table with a line on each column that needs
+    one, then where the rows and winners were written."""
     # late: `tlab --help` imports no torch
-    from tritonbench_lab.ops import eager_speedup
     from tritonbench_lab.spec import dtype_name
 
     ceilings = ceilings_in_force(request.layout.ceilings_file(request.fingerprint.gpu_slug))
-    wanted = {(dtype_name(d), str(s)) for d in request.dtypes for s in request.shapes}
-    metric = request.spec.metric
-    baselines = request.baseline_names
-    table = Table(title=f"{request.spec.name} on {request.fingerprint.gpu} ({metric})")
-    columns = ["dtype", "shape", "winner config", "triton", *baselines, "vs best"]
-    if ceilings:
-        columns.append("% ceiling")
     eager = any(w.host_ms is not None and w.op_host_ms is not None for w in result.winners)
-    if eager:
-        columns.append("eager vs torch")
-    for column in columns:
-        # Numbers never wrap; the config column folds at CONFIG_WIDTH (print_table).
-        config = column == "winner config"
-        table.add_column(column, justify="left" if config else "right", no_wrap=not config,
-                         overflow="fold", max_width=CONFIG_WIDTH if config else None)
+    table = _summary_table(request, bool(ceilings), eager)
+    wanted = {(dtype_name(d), str(s)) for d in request.dtypes for s in request.shapes}
     shown = []
     for found in shape_results(result.records):
         w = winner_of(found)
         if w is None or (w.dtype, w.shape) not in wanted:
             continue
         shown.append(w)
-        cells = []
-        for b in baselines:
-            row = found.baselines.get(b)
-            cells.append(f"{row.throughput:.4g}" if row and row.throughput else "-")
-        # GB/s kernels: against a copy of the same bytes where the copy curve is calibrated.
-        ceiling = ceiling_for(metric, w.dtype, ceilings,
-                              traffic_of(w.throughput, w.p50_ms, metric))
-        row = [w.dtype, w.shape, config_short(parse_config_text(w.config)),
-               f"{w.throughput:.4g}", *cells,
-               f"{w.speedup:.2f}x {w.best_baseline}" if w.speedup else "-"]
-        if ceilings:
-            row.append(f"{100 * w.throughput / ceiling[1]:.0f}% {ceiling[0]}" if ceiling else "-")
-        if eager:
-            ratio = eager_speedup(w)
-            row.append(f"{ratio:.2f}x" if ratio else "-")
-        table.add_row(*row)
+        table.add_row(*_summary_row(w, found, request, ceilings, eager))
     print_table(console, table)
     legend = config_legend(parse_config_text(w.config) for w in shown)
     if legend:
@@ -309,6 +283,47 @@ def print_summary(result, request, console: Console) -> None:
                       "another waits for; tritonbench_lab.ops decides such calls on it).")
     console.print(f"rows: {result.results_file}   winners: {result.configs_file} "
                   f"(each looked up again with tuned.lookup: all {len(result.winners)} match)")
+
+
+def _summary_table(request, ceilings: bool, eager: bool) -> Table:
+    """The winners table's columns: the % of ceiling one where this GPU has ceilings, the
+    eager one where winners have host times."""
+    table = Table(title=f"{request.spec.name} on {request.fingerprint.gpu} "
+                  f"({request.spec.metric})")
+    columns = ["dtype", "shape", "winner config", "triton", *request.baseline_names, "vs best"]
+    if ceilings:
+        columns.append("% ceiling")
+    if eager:
+        columns.append("eager vs torch")
+    for column in columns:
+        # Numbers never wrap; the config column folds at CONFIG_WIDTH (print_table).
+        config = column == "winner config"
+        table.add_column(column, justify="left" if config else "right", no_wrap=not config,
+                         overflow="fold", max_width=CONFIG_WIDTH if config else None)
+    return table
+
+
+def _summary_row(w, found, request, ceilings, eager: bool) -> list[str]:
+    """One winner's cells, in _summary_table's columns."""
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.ops import eager_speedup
+
+    metric = request.spec.metric
+    cells = []
+    for b in request.baseline_names:
+        row = found.baselines.get(b)
+        cells.append(f"{row.throughput:.4g}" if row and row.throughput else "-")
+    # GB/s kernels: against a copy of the same bytes where the copy curve is calibrated.
+    ceiling = ceiling_for(metric, w.dtype, ceilings, traffic_of(w.throughput, w.p50_ms, metric))
+    row = [w.dtype, w.shape, config_short(parse_config_text(w.config)),
+           f"{w.throughput:.4g}", *cells,
+           f"{w.speedup:.2f}x {w.best_baseline}" if w.speedup else "-"]
+    if ceilings:
+        row.append(f"{100 * w.throughput / ceiling[1]:.0f}% {ceiling[0]}" if ceiling else "-")
+    if eager:
+        ratio = eager_speedup(w)
+        row.append(f"{ratio:.2f}x" if ratio else "-")
+    return row
 
 
 def register(app: typer.Typer) -> None:

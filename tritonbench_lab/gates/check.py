@@ -119,49 +119,79 @@ def validate(path: Path, rows: list[tuple[int, Winner]], spec, triton_version: s
     """Content problems; the valid rows with their configs completed (Space.added)."""
     problems, valid = [], []
     for number, w in rows:
-        found = []
-        if w.kernel != spec.name:
-            found.append(f"kernel {w.kernel!r} in the file of {spec.name!r}")
-        try:
-            if parse_dtype(w.dtype) not in spec.dtypes:
-                found.append(f"{spec.name} does not support {w.dtype}")
-        except TlabError as err:
-            found.append(str(err))
-        try:
-            spec.check_shape(spec.shape(*shape_sizes(w.shape)))
-        except (ValueError, TlabError) as err:
-            found.append(f"bad shape {w.shape!r}: {err}")
-        for name in ("p50_ms", "throughput", "baseline_p50_ms", "speedup"):
-            value = getattr(w, name)
-            if value is not None and not value > 0:
-                found.append(f"{name} is not a positive number: {value!r}")
-        try:
-            config = spec.space.complete(parse_config_text(w.config))
-            outside = spec.space.outside(config)
-            if outside:
-                found.append(f"config {w.config!r} is outside the {spec.name} space: {outside}")
-        except ValueError:
-            found.append(f"config {w.config!r} does not parse")
+        found = _identity_problems(w, spec) + _number_problems(w)
+        config, wrong = _config_problems(w, spec)
+        found += wrong
         problems += [Problem(path, number, ERROR, reason) for reason in found]
         if not found:
             valid.append((number, replace(w, config=config_text(config))))
-    stale: dict[str, list[int]] = {}  # one line per file and version, not one per row
+    problems += _stale_triton(path, valid, triton_version)
+    problems += _stale_source(path, valid, spec)
+    return problems, valid
+
+
+def _identity_problems(w: Winner, spec) -> list[str]:
+    """What is wrong with the row's kernel, dtype and shape for `spec`."""
+    found = []
+    if w.kernel != spec.name:
+        found.append(f"kernel {w.kernel!r} in the file of {spec.name!r}")
+    try:
+        if parse_dtype(w.dtype) not in spec.dtypes:
+            found.append(f"{spec.name} does not support {w.dtype}")
+    except TlabError as err:
+        found.append(str(err))
+    try:
+        spec.check_shape(spec.shape(*shape_sizes(w.shape)))
+    except (ValueError, TlabError) as err:
+        found.append(f"bad shape {w.shape!r}: {err}")
+    return found
+
+
+def _number_problems(w: Winner) -> list[str]:
+    """The row's measured numbers that are given but not positive."""
+    found = []
+    for name in ("p50_ms", "throughput", "baseline_p50_ms", "speedup"):
+        value = getattr(w, name)
+        if value is not None and not value > 0:
+            found.append(f"{name} is not a positive number: {value!r}")
+    return found
+
+
+def _config_problems(w: Winner, spec) -> tuple[dict | None, list[str]]:
+    """The row's config completed (Space.added), and what is wrong with it: it does not
+    parse, or it lies outside the kernel's space."""
+    try:
+        config = spec.space.complete(parse_config_text(w.config))
+        outside = spec.space.outside(config)
+    except ValueError:
+        return None, [f"config {w.config!r} does not parse"]
+    if outside:
+        return config, [f"config {w.config!r} is outside the {spec.name} space: {outside}"]
+    return config, []
+
+
+def _stale_triton(path: Path, valid: list[tuple[int, Winner]], triton_version: str
+                  ) -> list[Problem]:
+    """Rows tuned under another triton minor version: one line per file and version, not
+    one per row."""
+    stale: dict[str, list[int]] = {}
     for number, w in valid:
         if _minor(w.triton) != _minor(triton_version):
             stale.setdefault(w.triton, []).append(number)
-    for version, lines in stale.items():
-        problems.append(Problem(path, lines[0], STALE, f"{_rows(lines)} tuned under triton "
-                                f"{version}, this is {triton_version}: re-tune"))
-    # Rows of another source of the kernel's module: winners still, but a sweep would measure
-    # their shapes again (resume keeps only rows of the code as it is).
+    return [Problem(path, lines[0], STALE, f"{_rows(lines)} tuned under triton {version}, "
+                    f"this is {triton_version}: re-tune") for version, lines in stale.items()]
+
+
+def _stale_source(path: Path, valid: list[tuple[int, Winner]], spec) -> list[Problem]:
+    """Rows of another source of the kernel's module: winners still, but a sweep would
+    measure their shapes again (resume keeps only rows of the code as it is)."""
     current, sources = source_hash(spec), {}
     for number, w in valid:
         if w.source and current != "unknown" and w.source != current:
             sources.setdefault(w.source, []).append(number)
-    for source, lines in sources.items():
-        problems.append(Problem(path, lines[0], STALE, f"{_rows(lines)} tuned on another source "
-                                f"of {spec.name}'s module ({source}, this is {current}): re-tune"))
-    return problems, valid
+    return [Problem(path, lines[0], STALE, f"{_rows(lines)} tuned on another source of "
+                    f"{spec.name}'s module ({source}, this is {current}): re-tune")
+            for source, lines in sources.items()]
 
 
 def _rows(lines: list[int]) -> str:
@@ -249,6 +279,27 @@ def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] |
     """Check every configs file under `layout` (or those of `kernels`, of the GPU folder
     `gpu`), rows of `dtypes`."""
 
+    files = _files_to_check(layout, kernels, gpu)
+    device = "cpu" if backend == INTERPRETER else "cuda"
+    if device == "cuda":
+        compile_ahead(files, kernel_modules, timed_gpu=fingerprint.gpu_slug if timing else None)
+    reports = []
+    for path in files:
+        report = check_file(layout, path, device, fingerprint.triton, dtypes)
+        reports.append(report)
+        mine = path.parent.name == fingerprint.gpu_slug
+        if regret and mine and report.rows:
+            report.regrets = regret_of_file(layout, path, report.rows, kernel_modules)
+    if timing and device == "cuda":
+        _retime_reports([r for r in reports if r.path.parent.name == fingerprint.gpu_slug],
+                        tolerance, kernel_modules, repeats)
+    where = "in Triton's interpreter" if device == "cpu" else f"on {fingerprint.gpu}"
+    return CheckReport(reports, where)
+
+
+def _files_to_check(layout: Layout, kernels: list[str] | None, gpu: str | None) -> list[Path]:
+    """The configs files of `kernels` (all when None) in the folder of `gpu` (all when None);
+    none is a TlabError naming where it looked."""
     files = layout.config_files(kernels)
     which = f" for kernel(s) {', '.join(kernels)}" if kernels else ""
     if gpu and files:
@@ -259,41 +310,42 @@ def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] |
                             f"folders with them: {', '.join(folders)}")
     if not files:
         raise TlabError(f"no config files under {str(layout.configs)!r}{which}")
-    device = "cpu" if backend == INTERPRETER else "cuda"
-    if device == "cuda":
-        compile_ahead(files, kernel_modules, timed_gpu=fingerprint.gpu_slug if timing else None)
-    reports = []
-    for path in files:
-        report = FileReport(path)
-        reports.append(report)
-        report.problems, rows = read_rows(path)
-        if not rows and any(p.row == 1 for p in report.problems):
-            continue  # the header is wrong: nothing else can be read
-        try:
-            spec = get_spec(path.stem)
-        except TlabError as err:
-            report.problems.append(Problem(path, 1, ERROR, str(err)))
-            continue
-        found, valid = validate(path, rows, spec, fingerprint.triton)
-        report.problems += found
-        report.problems += against_results(
-            path, rows, layout.results_file(path.parent.name, path.stem))
-        report.rows = [(n, w) for n, w in valid if not dtypes or w.dtype in dtypes]
-        report.problems += run_configs(path, report.rows, device)
-        mine = path.parent.name == fingerprint.gpu_slug
-        if regret and mine and report.rows:
-            report.regrets = regret_of_file(layout, path, report.rows, kernel_modules)
-    if timing and device == "cuda":
-        mine = [r for r in reports if r.path.parent.name == fingerprint.gpu_slug]
+    return files
 
-        timed = retime([(r.path, n, w) for r in mine for n, w in r.rows], tolerance,
-                       kernel_modules, repeats)
-        for report in mine:
-            report.timed = [t for t in timed if t.path == report.path]
-            report.problems += [Problem(t.path, t.line, ERROR, t.failure(tolerance))
-                                for t in report.timed if t.failure(tolerance)]
-    where = "in Triton's interpreter" if device == "cpu" else f"on {fingerprint.gpu}"
-    return CheckReport(reports, where)
+
+def check_file(layout: Layout, path: Path, device: str, triton_version: str,
+               dtypes: list[str] | None) -> FileReport:
+    """Everything the gate checks in one file but the timing: its rows parse, their content
+    is valid, they are what the results beside it pick, and their configs run (at a small
+    shape, on `device`). The report's rows are its valid rows of `dtypes` (all when None)."""
+    report = FileReport(path)
+    report.problems, rows = read_rows(path)
+    if not rows and any(p.row == 1 for p in report.problems):
+        return report  # the header is wrong: nothing else can be read
+    try:
+        spec = get_spec(path.stem)
+    except TlabError as err:
+        report.problems.append(Problem(path, 1, ERROR, str(err)))
+        return report
+    found, valid = validate(path, rows, spec, triton_version)
+    report.problems += found
+    report.problems += against_results(
+        path, rows, layout.results_file(path.parent.name, path.stem))
+    report.rows = [(n, w) for n, w in valid if not dtypes or w.dtype in dtypes]
+    report.problems += run_configs(path, report.rows, device)
+    return report
+
+
+def _retime_reports(reports: list[FileReport], tolerance: float,
+                    kernel_modules: tuple[str, ...], repeats: int) -> None:
+    """Time the rows of these files (this GPU's) again (retime.py); each report gets its
+    times, and an error for each winner slower than recorded beyond the tolerance."""
+    timed = retime([(r.path, n, w) for r in reports for n, w in r.rows], tolerance,
+                   kernel_modules, repeats)
+    for report in reports:
+        report.timed = [t for t in timed if t.path == report.path]
+        report.problems += [Problem(t.path, t.line, ERROR, t.failure(tolerance))
+                            for t in report.timed if t.failure(tolerance)]
 
 
 def compile_ahead(files: list[Path], kernel_modules: tuple[str, ...],

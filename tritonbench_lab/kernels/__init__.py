@@ -75,6 +75,15 @@ def load_kernel_module(path: str | Path) -> list[KernelSpec]:
     one line that names the file.
     """
     path = Path(path)
+    specs = _specs_of(_import_user_module(path), path)
+    for spec in specs:
+        _USER[spec.name] = spec
+    return specs
+
+
+def _import_user_module(path: Path):
+    """The module at `path`, imported under a name of its own; whatever its code raises
+    becomes a TlabError that names the file (and the line of a syntax error)."""
     if not path.exists():
         raise TlabError(f"kernel module {str(path)!r} does not exist")
     if not path.is_file() or path.suffix != ".py":
@@ -97,7 +106,12 @@ def load_kernel_module(path: str | Path) -> list[KernelSpec]:
         raise TlabError(
             f"kernel module {str(path)!r} failed to import{where}: {type(err).__name__}: {err}"
         ) from err
+    return module
 
+
+def _specs_of(module, path: Path) -> list[KernelSpec]:
+    """The KernelSpecs an imported user module defines (SPECS, else SPEC), none of them
+    named like a built-in kernel."""
     if hasattr(module, "SPECS"):
         specs = list(module.SPECS)
     elif hasattr(module, "SPEC"):
@@ -114,8 +128,6 @@ def load_kernel_module(path: str | Path) -> list[KernelSpec]:
             raise TlabError(
                 f"kernel module {str(path)!r}: name {spec.name!r} is taken by a built-in kernel"
             )
-    for spec in specs:
-        _USER[spec.name] = spec
     return specs
 
 

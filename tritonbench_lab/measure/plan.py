@@ -286,6 +286,24 @@ def _smaller(request: SweepRequest, shape: Shape, configs: list) -> Shape | None
 
 def check_request(request: SweepRequest) -> None:
     """Refuse, before anything runs, what cannot work; one line each."""
+    _check_options(request)
+    _check_dtypes(request)
+    for shape in request.shapes:
+        request.spec.check_shape(shape)
+        for dtype in request.dtypes:
+            what = f"{request.spec.name} {dtype_name(dtype)} {shape}"
+            _check_memory(request, what, shape, dtype)
+            kept, pruned = request.space.prune(dict(shape.dims), dtype.itemsize, request.limits)
+            if not kept:
+                raise TlabError(f"no config of the space can run {what}: every one is pruned "
+                                f"(e.g. {config_text(pruned[0][0])}: {pruned[0][1]})")
+            if request.interpret:
+                _check_interpreter_time(request, what, shape, kept)
+    check_appendable(request.results_file)
+
+
+def _check_options(request: SweepRequest) -> None:
+    """Shapes to sweep, a known clock (`--timing`), the kernel's own baselines."""
     spec = request.spec
     if not request.shapes:
         raise TlabError("no shapes to sweep")
@@ -295,6 +313,12 @@ def check_request(request: SweepRequest) -> None:
     if unknown:
         raise TlabError(f"--baselines {','.join(unknown)}: {spec.name}'s baselines are "
                         f"{', '.join(spec.baselines) or 'none'} (or all, none)")
+
+
+def _check_dtypes(request: SweepRequest) -> None:
+    """Dtypes to sweep, each one the kernel takes (and, in the interpreter, one it can run
+    there)."""
+    spec = request.spec
     if not request.dtypes:
         raise TlabError("no dtypes to sweep")
     for dtype in request.dtypes:
@@ -303,30 +327,30 @@ def check_request(request: SweepRequest) -> None:
             raise TlabError(f"{spec.name} does not support {dtype_name(dtype)}: it takes {names}")
         if request.interpret and spec.interpreter_refusal(dtype):
             raise TlabError(spec.interpreter_refusal(dtype))
-    for shape in request.shapes:
-        spec.check_shape(shape)
-        for dtype in request.dtypes:
-            what = f"{spec.name} {dtype_name(dtype)} {shape}"
-            need = memory_estimate(spec, shape, dtype)
-            if need > request.free_bytes:
-                where = "host memory" if request.interpret else "free GPU memory"
-                raise TlabError(f"{what} needs about {need / 1e9:.1f} GB (inputs, outputs, "
-                                f"float64 reference); only {request.free_bytes / 1e9:.1f} GB "
-                                f"of {where}")
-            kept, pruned = request.space.prune(dict(shape.dims), dtype.itemsize, request.limits)
-            if not kept:
-                raise TlabError(f"no config of the space can run {what}: every one is pruned "
-                                f"(e.g. {config_text(pruned[0][0])}: {pruned[0][1]})")
-            seconds = interpreter_seconds(request, shape, kept) if request.interpret else None
-            if _too_slow(request, seconds):
-                smaller = _smaller(request, shape, kept)
-                hint = f"; try {smaller}" if smaller else ""
-                raise TlabError(
-                    f"{what} is too big for Triton's interpreter: its {len(kept)} configs "
-                    f"would take about {seconds[0] / 60:.0f} min (the median one "
-                    f"{seconds[1]:.0f} s, --timeout {request.timeouts.measure_s:g} s){hint}, "
-                    "or run it on a GPU")
-    check_appendable(request.results_file)
+
+
+def _check_memory(request: SweepRequest, what: str, shape: Shape, dtype) -> None:
+    """The shape must fit in the memory free where it runs (memory_estimate)."""
+    need = memory_estimate(request.spec, shape, dtype)
+    if need > request.free_bytes:
+        where = "host memory" if request.interpret else "free GPU memory"
+        raise TlabError(f"{what} needs about {need / 1e9:.1f} GB (inputs, outputs, "
+                        f"float64 reference); only {request.free_bytes / 1e9:.1f} GB "
+                        f"of {where}")
+
+
+def _check_interpreter_time(request: SweepRequest, what: str, shape: Shape, kept: list) -> None:
+    """In the interpreter, the configs left at the shape must not take too long
+    (INTERPRETER_BUDGET_S, TOO_SLOW); the refusal suggests a smaller shape that would do."""
+    seconds = interpreter_seconds(request, shape, kept)
+    if _too_slow(request, seconds):
+        smaller = _smaller(request, shape, kept)
+        hint = f"; try {smaller}" if smaller else ""
+        raise TlabError(
+            f"{what} is too big for Triton's interpreter: its {len(kept)} configs "
+            f"would take about {seconds[0] / 60:.0f} min (the median one "
+            f"{seconds[1]:.0f} s, --timeout {request.timeouts.measure_s:g} s){hint}, "
+            "or run it on a GPU")
 
 
 def plan(request: SweepRequest) -> list[Planned]:

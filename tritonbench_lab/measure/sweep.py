@@ -277,26 +277,21 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
 def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
                baselines: Batch) -> Pipeline:
     """Steps 1 and 3: the baselines, then every config at once (exhaustive, compiled ahead
-    at the start), or a search strategy's batches, each compiled in the pool as it is
-    proposed (the first before the baselines are timed, so that both go on at once), ahead of
-    the rest of the shape's space, which the pool compiles in the background."""
-    request = run.request
-    if request.search == "exhaustive":
+    at the start), or a search strategy's batches (search_pass)."""
+    if run.request.search == "exhaustive":
         yield baselines
         yield Batch([t for t in map(task_of, configs) if not run.is_done(t)], SWEEP, pinned=False)
         return
+    yield from search_pass(run, key, configs, task_of, baselines)
 
-    space = request.space
-    default = space.complete(space.default) if space.default else None
-    prior = ()
-    if request.search == "prior":
-        found = prior_configs(request, run.history_results, *key, configs)
-        with run.lock:
-            run.events.note(found.sentence(request.spec.name, *key))
-        prior = found.configs
-    search = make_search(request.search, SearchRequest(
-        tuple(configs), default if default in configs else None, request.search_budget,
-        request.seed, prior))
+
+def search_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
+                baselines: Batch) -> Pipeline:
+    """A search strategy's batches, each compiled in the pool as it is proposed (the first
+    before the baselines are timed, so that both go on at once), ahead of the rest of the
+    shape's space, which the pool compiles in the background."""
+    request = run.request
+    search = _search_of(run, key, configs)
     # The idle pool compiles the rest of the shape's space for later proposals; not for a
     # capped search (`:N`, N configs at most), whose timing worker those compiles slowed
     # (prior:12 over held-out matmul shapes ran measurably longer with them).
@@ -304,13 +299,7 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
         run.pool.submit((Job.of(t) for t in map(task_of, configs) if not run.is_done(t)),
                         background=True)
     for _ in range(len(configs) + 1):  # a search proposes each config at most once
-        measured: dict[str, float | None] = {}
-        for r in run.rows.get(key, []):
-            if r.provider == TRITON and r.phase == SWEEP and r.status != SKIPPED:
-                p50 = r.p50_ms if r.status == OK else None
-                old = measured.get(r.config)
-                measured[r.config] = p50 if old is None else min(old, p50 or old)
-        proposals = search.propose(measured)
+        proposals = search.propose(_first_pass_times(run, key))
         if not proposals:
             break
         todo = [t for t in map(task_of, proposals) if not run.is_done(t)]
@@ -323,6 +312,35 @@ def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
         yield Batch(todo, SWEEP, pinned=False)
     if baselines is not None:  # the search proposed nothing (all timed before)
         yield baselines
+
+
+def _search_of(run: _Run, key: tuple[str, str], configs: list[dict]):
+    """The shape's search strategy (`--search`), told the space's default when it is one of
+    `configs`; a prior search also where it starts, which it says once (events.note)."""
+    request = run.request
+    space = request.space
+    default = space.complete(space.default) if space.default else None
+    prior = ()
+    if request.search == "prior":
+        found = prior_configs(request, run.history_results, *key, configs)
+        with run.lock:
+            run.events.note(found.sentence(request.spec.name, *key))
+        prior = found.configs
+    return make_search(request.search, SearchRequest(
+        tuple(configs), default if default in configs else None, request.search_budget,
+        request.seed, prior))
+
+
+def _first_pass_times(run: _Run, key: tuple[str, str]) -> dict[str, float | None]:
+    """What a search sees of the shape's first pass so far: each config's fastest time
+    (None where it failed)."""
+    measured: dict[str, float | None] = {}
+    for r in run.rows.get(key, []):
+        if r.provider == TRITON and r.phase == SWEEP and r.status != SKIPPED:
+            p50 = r.p50_ms if r.status == OK else None
+            old = measured.get(r.config)
+            measured[r.config] = p50 if old is None else min(old, p50 or old)
+    return measured
 
 
 def pipelines(run: _Run, planned: list[Planned]) -> Iterator[Pipeline]:
@@ -353,8 +371,10 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     devices = make_devices(labels, interpret=request.interpret,
                            kernel_modules=request.kernel_modules, bench=request.bench,
                            backend=request.backend, address=request.ray_address)
-    if todo and not request.interpret:  # on a GPU machine, starting a worker takes seconds;
-        for device in devices:  # before the pool's, so that the baselines can start at once
+    # On a GPU machine, starting a worker takes seconds: start them before the pool's
+    # processes, so that the baselines can start at once.
+    if todo and not request.interpret:
+        for device in devices:
             device.prepare(confirm=request.confirm > 0)
     run.pool = start_pool(request, [t for t in to_measure if t.provider == TRITON], events) \
         if todo else None

@@ -165,45 +165,71 @@ def compare(folders: list[Path], kernel: list[str] | None = None,
     for folder in folders:
         if not kernels_in(folder):
             raise TlabError(f"no results in {str(folder)!r}: it holds no <kernel>.csv file")
-    notes, skipped, comparisons = [], [], []
+    kernels, notes = _kernels_to_compare(folders, labels, kernel)
+    skipped, comparisons = [], []
+    for name in kernels:
+        found, said, missed = _compare_kernel(folders, labels, name, dtype)
+        comparisons += found
+        notes += said
+        skipped += missed
+    if not comparisons:
+        raise TlabError("; ".join(skipped))
+    return comparisons, notes + skipped
+
+
+def _kernels_to_compare(folders: list[Path], labels: list[str], kernel: list[str] | None
+                        ) -> tuple[list[str], list[str]]:
+    """The kernels asked for, else those every folder has results for, with a note on the
+    others; none in common is a TlabError saying what each folder has."""
     kernels = list(kernel) if kernel else sorted(set.intersection(*(set(kernels_in(f))
                                                                  for f in folders)))
     if not kernels:
         raise TlabError("no kernel in common: "
                         + _has(labels, [set(kernels_in(f)) for f in folders]))
-    if not kernel:
-        others = {k for f in folders for k in kernels_in(f)} - set(kernels)
-        if others:
-            notes.append(f"kernels not in every folder, left out: {', '.join(sorted(others))}")
-    for name in kernels:
-        dtypes_of = [{w.dtype for w in _winners(f, name)} for f in folders]
-        common = set.intersection(*dtypes_of)
-        if dtype:
-            common &= set(dtype)
-        if not common:
-            wanted = f"dtype {', '.join(dtype)}" if dtype else "dtype"
-            skipped.append(f"{name}: no {wanted} on every GPU: " + _has(labels, dtypes_of))
-        elif not dtype and set.union(*dtypes_of) - common:
-            notes.append(f"{name}: dtypes not on every GPU, left out: "
-                         + ", ".join(sorted(set.union(*dtypes_of) - common)))
-        for dt in sorted(common):
-            try:
-                frame = compare_frame(folders, name, dt)
-            except TlabError as err:
-                skipped.append(str(err))
-                continue
-            pairs = [portability(a, b, name, dt).assign(config_from=la, config_on=lb)
-                     for a, la in zip(folders, labels, strict=True)
-                     for b, lb in zip(folders, labels, strict=True) if la != lb]
-            shapes = set(frame["shape"])
-            left_out = {label: sorted(set(winners_frame(f, name, dt)["shape"]) - shapes,
-                                      key=shape_sizes)
-                        for f, label in zip(folders, labels, strict=True)}
-            comparisons.append(Comparison(name, dt, frame, pd.concat(pairs, ignore_index=True),
-                                          {k: v for k, v in left_out.items() if v}))
-    if not comparisons:
-        raise TlabError("; ".join(skipped))
-    return comparisons, notes + skipped
+    others = set() if kernel else {k for f in folders for k in kernels_in(f)} - set(kernels)
+    notes = [f"kernels not in every folder, left out: {', '.join(sorted(others))}"] \
+        if others else []
+    return kernels, notes
+
+
+def _compare_kernel(folders: list[Path], labels: list[str], kernel: str,
+                    dtype: list[str] | None) -> tuple[list[Comparison], list[str], list[str]]:
+    """One kernel's comparisons, one per dtype every folder has winners in (of `dtype` when
+    given); notes on dtypes left out; and what was skipped, saying why."""
+    dtypes_of = [{w.dtype for w in _winners(f, kernel)} for f in folders]
+    common = set.intersection(*dtypes_of)
+    if dtype:
+        common &= set(dtype)
+    notes, skipped, comparisons = [], [], []
+    if not common:
+        wanted = f"dtype {', '.join(dtype)}" if dtype else "dtype"
+        skipped.append(f"{kernel}: no {wanted} on every GPU: " + _has(labels, dtypes_of))
+    elif not dtype and set.union(*dtypes_of) - common:
+        notes.append(f"{kernel}: dtypes not on every GPU, left out: "
+                     + ", ".join(sorted(set.union(*dtypes_of) - common)))
+    for dt in sorted(common):
+        try:
+            frame = compare_frame(folders, kernel, dt)
+        except TlabError as err:  # no shape in common, or different units
+            skipped.append(str(err))
+            continue
+        comparisons.append(_comparison(folders, labels, kernel, dt, frame))
+    return comparisons, notes, skipped
+
+
+def _comparison(folders: list[Path], labels: list[str], kernel: str, dtype: str,
+                frame: pd.DataFrame) -> Comparison:
+    """One (kernel, dtype) across the folders, from its compare_frame: the portability of
+    every ordered pair of GPUs, and each GPU's shapes left out of the frame."""
+    pairs = [portability(a, b, kernel, dtype).assign(config_from=la, config_on=lb)
+             for a, la in zip(folders, labels, strict=True)
+             for b, lb in zip(folders, labels, strict=True) if la != lb]
+    shapes = set(frame["shape"])
+    left_out = {label: sorted(set(winners_frame(f, kernel, dtype)["shape"]) - shapes,
+                              key=shape_sizes)
+                for f, label in zip(folders, labels, strict=True)}
+    return Comparison(kernel, dtype, frame, pd.concat(pairs, ignore_index=True),
+                      {k: v for k, v in left_out.items() if v})
 
 
 def picture_stem(out: Path, comparison: Comparison) -> Path:
