@@ -43,16 +43,22 @@ sweep: setup
 check: setup
 	$(BIN)/tlab check
 
-# Pictures and REPORT.md from the committed results (no GPU needed); deterministic.
+# The GPUs whose committed results `make plots` compares (tlab compare: the first's speed
+# over the second's per kernel, against their ceilings).
+COMPARE ?= nvidia-h200 nvidia-h100-80gb-hbm3
+
+# Pictures, REPORT.md and the comparison from the committed results (no GPU); deterministic.
 plots: setup
 	$(BIN)/tlab plot --out plots
 	$(BIN)/tlab report --out plots
+	$(BIN)/tlab compare $(COMPARE) --out plots > /dev/null
 
 # Fails when the committed pictures or REPORT.md are not what the committed results give.
 plots-check: setup
 	rm -rf build/plots-check
 	$(BIN)/tlab plot --out build/plots-check > /dev/null
 	$(BIN)/tlab report --out build/plots-check > /dev/null
+	$(BIN)/tlab compare $(COMPARE) --out build/plots-check > /dev/null
 	diff -r plots build/plots-check || { echo "plots/ is stale: run make plots" >&2; exit 1; }
 
 clean:

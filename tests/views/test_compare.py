@@ -210,3 +210,30 @@ def test_real_h200_results_against_a_fixture(tmp_path):
     moves = only.portability.set_index(["config_from", "shape"])
     assert moves.loc[("nvidia-h200", "2048x2048x2048"), "runs_at_pct"] == pytest.approx(25)
     assert all(p.is_file() for p in cmp.draw(only, tmp_path))
+
+
+def test_speed_ratios_set_each_kernel_against_its_ceilings_ratio(gpus, tmp_path):
+    """A runs 100/50, 80/16 and 64/80 times B's speed at the three shapes: a geomean of 2.
+    Uncalibrated, B's side gives nothing to judge by; calibrated at half A's matmul ceiling
+    the kernel follows its ceiling; at three quarters, it falls short of it on B."""
+    a, b = gpus
+    comparisons, _ = cmp.compare([a, b])
+    ratios = cmp.speed_ratios(comparisons, [a, b]).set_index("kernel")
+    assert ratios.loc["matmul", "ratio"] == pytest.approx(2.0)
+    assert math.isnan(ratios.loc["matmul", "ceiling_ratio"])
+    assert ratios.loc["matmul", "verdict"] == "no ceilings to judge by"
+    for b_ceiling, verdict in ((100.0, "follows its ceiling"),
+                               (150.0, "short of its ceiling on fixture-b (1.50x)")):
+        calibrated = tmp_path / f"b{int(b_ceiling)}" / "results" / "fixture-b"
+        calibrated.mkdir(parents=True)
+        (calibrated / "matmul.csv").write_text((b / "matmul.csv").read_text())
+        append_rows(calibrated / "ceilings.csv", [Ceiling(
+            name="matmul_bf16", metric=TFLOPS, value=b_ceiling, p20_ms=1.0, p50_ms=1.0,
+            p80_ms=1.0, size="test", method="do_bench", warmup_ms=None, rep_ms=None,
+            gpu="test", gpu_slug="b", torch="test", triton="test", timestamp="2025-01-01")])
+        comparisons, _ = cmp.compare([a, calibrated])
+        ratios = cmp.speed_ratios(comparisons, [a, calibrated]).set_index("kernel")
+        assert ratios.loc["matmul", "ceiling_ratio"] == pytest.approx(200.0 / b_ceiling)
+        assert ratios.loc["matmul", "verdict"] == verdict
+    text = cmp.ratios_markdown(ratios.reset_index(), ["fixture-a", "fixture-b"])
+    assert "| matmul | bf16 | 3 | 2.00 | matmul_bf16 | 1.33 | short of its ceiling" in text

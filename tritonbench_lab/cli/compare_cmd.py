@@ -30,10 +30,12 @@ def compare(
     root: Root = Path("."),
 ) -> None:
     """Compare tuned winners across GPUs: throughput, % of each GPU's own ceiling, and how
-    each GPU's winning config does on the others. Prints tables, draws a picture each."""
+    each GPU's winning config does on the others; then the first GPU's speed over the
+    second's per kernel beside their ceilings' ratio. Prints tables, draws a picture each,
+    and writes the ratios to <out>/compare/<first>-vs-<second>.md."""
     # late: `tlab --help` imports no pandas or matplotlib
     from tritonbench_lab.views.compare import compare as run_compare
-    from tritonbench_lab.views.compare import draw
+    from tritonbench_lab.views.compare import draw, gpu_labels, ratios_markdown, speed_ratios
 
     if len(targets) < 2:
         raise TlabError("compare needs at least two results folders or GPU slugs")
@@ -60,6 +62,14 @@ def compare(
             console.print(legend)
         for path in draw(comparison, out):
             console.print(f"picture: {path}\n", soft_wrap=True, markup=False)
+    if comparisons:
+        labels = gpu_labels(folders)
+        text = ratios_markdown(speed_ratios(comparisons, folders), labels)
+        console.print(text, markup=False, highlight=False)
+        path = Path(out) / "compare" / f"{labels[0]}-vs-{labels[1]}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        console.print(f"table: {path}", soft_wrap=True, markup=False)
 
 
 def comparison_table(comparison) -> Table:

@@ -283,3 +283,62 @@ def draw(comparison: Comparison, out: Path, formats: tuple[str, ...] = ("svg",))
     ax.set_xlabel(x_label)
     fig.tight_layout()
     return save(fig, picture_stem(out, comparison), formats)
+
+
+# A kernel "follows" its ceiling across two GPUs when their speed ratio is within this of
+# the ratio of their ceilings: memory-bound kernels the copy of the same bytes, compute-bound
+# ones the vendor's matmul at the dtype.
+FOLLOWS = 0.05
+RATIO_COLUMNS = ["kernel", "dtype", "shapes", "ratio", "ceiling", "ceiling_ratio", "verdict"]
+
+
+def speed_ratios(comparisons: list[Comparison], folders: list[Path]) -> pd.DataFrame:
+    """Per kernel and dtype, the first GPU's speed over the second's (the geomean over the
+    shapes both tuned of their winners' throughput), beside the same geomean of their
+    ceilings at those shapes (each GPU's own, as `% own ceiling` judges it: the copy of the
+    same bytes, or torch.matmul), and whether the kernel follows its ceiling or falls short
+    on one GPU."""
+    labels = gpu_labels(folders)[:2]
+    rows = []
+    for c in comparisons:
+        wide = c.frame.pivot(index="shape", columns="gpu", values=["throughput", "ceiling_value"])
+        ratio = _geomean(wide["throughput"][labels[0]] / wide["throughput"][labels[1]])
+        ceiling = _geomean(wide["ceiling_value"][labels[0]] / wide["ceiling_value"][labels[1]])
+        names = sorted(set(c.frame["ceiling"]) - {""})
+        rows.append({"kernel": c.kernel, "dtype": c.dtype, "shapes": len(wide), "ratio": ratio,
+                     "ceiling": " / ".join(names) or "-", "ceiling_ratio": ceiling,
+                     "verdict": _follows(ratio, ceiling, labels)})
+    return pd.DataFrame(rows, columns=RATIO_COLUMNS)
+
+
+def _geomean(values: pd.Series) -> float:
+    values = values.dropna()
+    return math.exp(values.map(math.log).mean()) if len(values) else math.nan
+
+
+def _follows(ratio: float, ceiling: float, labels: list[str]) -> str:
+    if math.isnan(ceiling):
+        return "no ceilings to judge by"
+    if abs(ratio / ceiling - 1) <= FOLLOWS:
+        return "follows its ceiling"
+    # Faster than the ceilings say on the first GPU: short of its ceiling on the second.
+    short = labels[1] if ratio > ceiling else labels[0]
+    return f"short of its ceiling on {short} ({ratio / ceiling:.2f}x)"
+
+
+def ratios_markdown(ratios: pd.DataFrame, labels: list[str]) -> str:
+    """The speed-ratio table as Markdown (what `tlab compare` writes beside its pictures)."""
+    a, b = labels[:2]
+    out = [f"# {a} against {b}", "",
+           f"Per kernel and dtype: {a}'s tuned winners' throughput over {b}'s (geomean over the "
+           "shapes both tuned), beside the same ratio of the two GPUs' own measured ceilings at "
+           "those shapes (`tlab calibrate`: the copy of the same bytes for GB/s kernels, "
+           "torch.matmul for TFLOP/s ones). A kernel within "
+           f"{FOLLOWS:.0%} of its ceilings' ratio follows its ceiling. Built by `tlab compare`.",
+           "", "| kernel | dtype | shapes | speed ratio | ceiling | ceiling ratio | verdict |",
+           "|---|---|---|---|---|---|---|"]
+    for _, r in ratios.iterrows():
+        ceiling = "-" if math.isnan(r["ceiling_ratio"]) else f"{r['ceiling_ratio']:.2f}"
+        out.append(f"| {r['kernel']} | {r['dtype']} | {r['shapes']} | {r['ratio']:.2f} | "
+                   f"{r['ceiling']} | {ceiling} | {r['verdict']} |")
+    return "\n".join(out) + "\n"
