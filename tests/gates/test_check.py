@@ -153,11 +153,12 @@ def test_kernel_and_dtype_filters_pick_the_files_and_rows_checked(root):
     result = tlab("check", "--root", str(root), "--interpret", "--kernel", "matmul",
                   "--dtype", "fp16")
     assert result.returncode == 0, result.stderr
-    fp16_rows = [line for line in (root / "configs" / "nvidia-h200" / "matmul.csv")
-                 .read_text().splitlines() if ",fp16," in line]
+    files = sorted((root / "configs").glob("*/matmul.csv"))  # every GPU's
+    fp16_rows = [line for f in files for line in f.read_text().splitlines() if ",fp16," in line]
     assert fp16_rows
-    assert f"checked 1 file(s), {len(fp16_rows)} valid row(s)" in result.stdout
-    (root / "configs" / "nvidia-h200" / "layernorm.csv").unlink(missing_ok=True)  # none yet
+    assert f"checked {len(files)} file(s), {len(fp16_rows)} valid row(s)" in result.stdout
+    for f in (root / "configs").glob("*/layernorm.csv"):
+        f.unlink()  # none yet
     missing = tlab("check", "--root", str(root), "--interpret", "--kernel", "layernorm")
     assert missing.returncode == 2
     assert missing.stderr.strip().endswith("for kernel(s) layernorm")
@@ -186,7 +187,9 @@ def test_gpu_name_checks_one_gpus_folder_and_refuses_an_unknown_one(root):
     assert kernel.returncode == 2
     lines = kernel.stderr.strip().splitlines()
     assert len(lines) == 1 and "'other-gpu'" in lines[0] and "for kernel(s) matmul" in lines[0]
-    assert lines[0].endswith("folders with them: nvidia-h200")
+    with_matmul = sorted(f.parent.name for f in (root / "configs").glob("*/matmul.csv"))
+    assert "nvidia-h200" in with_matmul and "other-gpu" not in with_matmul
+    assert lines[0].endswith(f"folders with them: {', '.join(with_matmul)}")
 
 
 def test_check_runs_configs_completed_with_added_parameters(tmp_path):

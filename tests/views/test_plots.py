@@ -154,7 +154,7 @@ def test_a_dtype_with_no_ok_row_is_skipped_and_said_unless_asked_for(tmp_path):
     one: plot and report draw everything else and name it; asked for, it is an error."""
     import dataclasses
 
-    from fixture_results import record
+    from helpers.fixture_results import record
 
     from tritonbench_lab.data.records import CRASH
     from tritonbench_lab.data.store import append_rows
