@@ -15,8 +15,11 @@ Per dtype and shape (a pipeline, schedule.py), on one or more devices (devices.p
    timed again, with the host time of a call (timing.host_ms), and winners are chosen by
    these times (records.standing says why). Leaders that come out slower let the next
    configs into the top `confirm`, for at most `confirm` more rounds. A shape is confirmed
-   when this run measured it, or when its confirmation never finished (contenders.py): a
-   finished sweep run again measures nothing.
+   when this run measured it, or when its newest confirmation was cut short (a kill while
+   confirming: contenders.confirmation_unfinished); a finished sweep run again measures
+   nothing. A shape is confirmed whole, in one run: earlier runs' confirmations at it are
+   set aside and their configs confirmed again, so that the winner's run holds every
+   baseline it is compared with (winners.py, rule 5).
 
 On a GPU the configs are compiled in a pool of processes (precompile.CompilePool), each
 config's jobs at every shape after its first, and each task is timed once its own compile is
@@ -203,6 +206,19 @@ class _Run:
             self.events.finished(record)
         return record
 
+    def set_aside_confirmations(self, key: tuple[str, str]) -> None:
+        """Before this run confirms a shape: earlier runs' confirmations there no longer
+        count (their configs are confirmed again, `earlier_confirmed`), so that the whole
+        confirmation, baselines included, comes from this run."""
+        with self.lock:
+            rows = self.rows.get(key, [])
+            earlier = [r for r in rows if r.confirmed and r.run_id != self.run_id]
+            again = self.earlier_confirmed.setdefault(key, [])
+            for r in standing(earlier):
+                if r.provider == TRITON and r.status == OK and r.config not in again:
+                    again.append(r.config)
+            self.rows[key] = [r for r in rows if not (r.confirmed and r.run_id != self.run_id)]
+
     def queued(self, count: int, phase: str) -> None:
         if count:
             with self.lock:
@@ -257,21 +273,32 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
             picks = [r for r in picks if r.config not in contended(mine)]
             run.queued(len(picks), CONTEND)
             yield Batch([task(parse_config_text(r.config), CONTEND) for r in picks], CONTEND)
-    if not request.confirm or (key not in run.measured_now
-                               and not confirmation_unfinished(run.rows.get(key, []))):
+    yield from confirmation(run, key, task, only)
+
+
+def confirmation(run: _Run, key: tuple[str, str], task_of, only: set[str] | None) -> Pipeline:
+    """Step 5, when this run measured the shape or its newest confirmation was cut short:
+    the leaders and every baseline (of this sweep's), in rounds, then the configs that
+    earlier runs confirmed and this one has not."""
+    request = run.request
+    wanted = set(request.baseline_names)
+    if not request.confirm or (key not in run.measured_now and not confirmation_unfinished(
+            run.rows.get(key, []), request.confirm, wanted)):
         return
+    run.set_aside_confirmations(key)
     for _ in range(1 + request.confirm):
-        leaders = leaders_to_confirm(run.rows.get(key, []), request.confirm, only)
+        rows = [r for r in run.rows.get(key, []) if r.provider == TRITON or r.provider in wanted]
+        leaders = leaders_to_confirm(rows, request.confirm, only)
         if not leaders:
             break
         run.queued(len(leaders), CONFIRM)
-        yield Batch([task(parse_config_text(r.config), CONFIRM, r.provider) for r in leaders],
-                    CONFIRM)
+        yield Batch([task_of(parse_config_text(r.config), CONFIRM, r.provider)
+                     for r in leaders], CONFIRM)
     mine = {r.config for r in run.rows.get(key, []) if r.provider == TRITON and r.confirmed}
     stale = [c for c in run.earlier_confirmed.get(key, []) if c not in mine]
     if stale:
         run.queued(len(stale), CONFIRM)
-        yield Batch([task(parse_config_text(c), CONFIRM) for c in stale], CONFIRM)
+        yield Batch([task_of(parse_config_text(c), CONFIRM) for c in stale], CONFIRM)
 
 
 def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
