@@ -51,6 +51,7 @@ from tritonbench_lab.data.records import (
     standing,
 )
 from tritonbench_lab.data.store import append_rows, load_records, write_table
+from tritonbench_lab.data.tally import ShapeTally, tally
 from tritonbench_lab.data.winners import shape_results, winners_from_files
 from tritonbench_lab.measure import children
 from tritonbench_lab.measure.cases import CASES_KEPT
@@ -110,6 +111,9 @@ class SweepEvents:
     def note(self, sentence: str) -> None:
         """Something to say once, in a sentence (where a prior search starts)."""
 
+    def shape_finished(self, tally: ShapeTally) -> None:
+        """A dtype and shape is done: its configs' statuses, first errors and winner."""
+
 
 @dataclass
 class SweepResult:
@@ -120,6 +124,7 @@ class SweepResult:
     already_done: int
     records: list[Record]  # every row of the results file after the run
     winners: list[Winner]
+    shapes: list[ShapeTally] = dataclasses.field(default_factory=list)  # in the plan's order
 
 
 def new_run_id() -> str:
@@ -180,6 +185,7 @@ class _Run:
         self.measured_now: set[tuple[str, str]] = set()
         self.history = rows  # every row of the results file, for --search prior
         self.pool: CompilePool | None = None
+        self.tallies: dict[tuple[str, str], ShapeTally] = {}  # per finished dtype and shape
         self.lock = threading.Lock()
         self.stopping = False
 
@@ -371,11 +377,28 @@ def _first_pass_times(run: _Run, key: tuple[str, str]) -> dict[str, float | None
 
 
 def pipelines(run: _Run, planned: list[Planned]) -> Iterator[Pipeline]:
-    by_shape: dict[tuple[str, tuple[int, ...]], list[Planned]] = {}
+    for (dtype, sizes), items in by_shape(planned).items():
+        shape = run.request.spec.shape(*sizes)
+        yield tallied(run, dtype, shape, items, shape_pipeline(run, dtype, shape, items))
+
+
+def by_shape(planned: list[Planned]) -> dict[tuple[str, tuple[int, ...]], list[Planned]]:
+    found: dict[tuple[str, tuple[int, ...]], list[Planned]] = {}
     for p in planned:
-        by_shape.setdefault((p.task.dtype, p.task.sizes), []).append(p)
-    for (dtype, sizes), items in by_shape.items():
-        yield shape_pipeline(run, dtype, run.request.spec.shape(*sizes), items)
+        found.setdefault((p.task.dtype, p.task.sizes), []).append(p)
+    return found
+
+
+def tallied(run: _Run, dtype: str, shape, items: list[Planned], pipeline: Pipeline) -> Pipeline:
+    """The shape's pipeline, then its tally (data/tally.py), kept and reported."""
+    yield from pipeline
+    configs = [p for p in items if p.task.provider == TRITON]
+    key = (dtype, str(shape))
+    with run.lock:
+        found = tally(run.request.spec.name, dtype, key[1], run.rows.get(key, []),
+                      len(configs), sum(bool(p.skip_reason) for p in configs))
+        run.tallies[key] = found
+        run.events.shape_finished(found)
 
 
 def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> SweepResult:
@@ -430,8 +453,9 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     finally:
         for device in devices:
             device.stop()
+    shapes = [run.tallies[(d, str(request.spec.shape(*sizes)))] for d, sizes in by_shape(planned)]
     return SweepResult(run.run_id, results_file, request.configs_file, len(run.records),
-                       len(planned) - len(todo), all_rows, winners)
+                       len(planned) - len(todo), all_rows, winners, shapes)
 
 
 def start_pool(request: SweepRequest, tasks: list[Task],
