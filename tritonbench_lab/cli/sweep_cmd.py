@@ -188,6 +188,7 @@ def sweep(
         jobs=jobs if jobs is not None else max(1, default_jobs() - max(1, len(devices))))
     check_request(request)  # every refusal before any output, so an error is one line
     console = Console(stderr=True)
+    console.soft_wrap = not console.is_terminal  # a log's lines as long as they are
     if request.interpret:
         children.stop_early()
         _say_interpreter(request, console, given=sizes is not None or shapes is not None)
