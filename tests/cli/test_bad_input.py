@@ -20,6 +20,7 @@ from unittest import mock
 
 import pytest
 import torch
+from helpers.faulty_kernels import FAULTS, ISSUE_FAULTS, module_text
 from helpers.paths import PLANTED, REPO
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -285,6 +286,14 @@ CASES = [
     case("archive-foreign-results", ["archive", "--root", "{tmp}"],
          ["is not a results file of this tlab's layout", "nothing archived"],
          setup=_foreign_results),
+    # the kernel contract, checked before a user's kernel is listed or swept: a piece that
+    # returns the wrong thing is named in one line (helpers/faulty_kernels.py)
+    *[case(f"{command}-{fault}", [*args, "{tmp}/kernels.py"], FAULTS[fault][1],
+           _module(module_text(FAULTS[fault][0])))
+      for fault in (*ISSUE_FAULTS, "make-inputs-draws-zeros")
+      for command, args in [("list", ["list", "--interpret", "-m"]),
+                            ("sweep", ["sweep", "doubled", "--interpret", "--root", "{tmp}",
+                                       "-m"])]],
 ]
 
 
