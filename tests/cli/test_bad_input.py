@@ -98,6 +98,12 @@ def _module(text: str):
     return setup
 
 
+def _module_named(name: str):
+    def setup(tmp: Path) -> None:
+        (tmp / name).write_text("# the user's own work\n")
+    return setup
+
+
 # --- the table -----------------------------------------------------------------------------
 # Each case: argv (with {tmp} for the working folder), the phrases its one error line must
 # hold (what is wrong and, where tlab says it, what is accepted), and an optional setup.
@@ -286,6 +292,21 @@ CASES = [
     case("archive-foreign-results", ["archive", "--root", "{tmp}"],
          ["is not a results file of this tlab's layout", "nothing archived"],
          setup=_foreign_results),
+    # tlab new: names it cannot take, files it will not overwrite
+    case("new-name-upper-case", ["new", "MyOp"],
+         ["tlab new 'MyOp': the name must be a lower-case Python identifier", "such as my_op"]),
+    case("new-name-a-keyword", ["new", "lambda"], ["tlab new 'lambda'", "not a keyword"]),
+    case("new-name-of-a-built-in", ["new", "softmax"],
+         ["'softmax' is a built-in kernel", "built-in names are matmul"]),
+    case("new-name-of-a-module", ["new", "json"], ["'json' is the name of a Python module"]),
+    case("new-name-begins-with-test", ["new", "test_op"], ["begins with 'test'"]),
+    case("new-module-there-already", ["new", "my_op"],
+         ["my_op.py' exists already: tlab new never overwrites a file"],
+         _module_named("my_op.py")),
+    case("new-test-there-already", ["new", "my_op", "--out", "{tmp}"],
+         ["test_my_op.py' exists already"], _module_named("test_my_op.py")),
+    case("new-out-a-file", ["new", "my_op", "--out", "{tmp}/afile"],
+         ["--out '{tmp}/afile' is not a folder"], _afile),
     # the kernel contract, checked before a user's kernel is listed or swept: a piece that
     # returns the wrong thing is named in one line (helpers/faulty_kernels.py)
     *[case(f"{command}-{fault}", [*args, "{tmp}/kernels.py"], FAULTS[fault][1],
