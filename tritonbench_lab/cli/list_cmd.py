@@ -16,7 +16,7 @@ from tritonbench_lab.measure.env import device_limits
 def describe_kernels(backend: str, checked: dict[str, str] | None = None) -> list[dict[str, str]]:
     """One dict of printable fields per kernel; pruning uses the current GPU's limits.
     `checked`: what the contract check called, for the kernels it checked."""
-    limits = device_limits(backend)
+    limits, checked = device_limits(backend), checked or {}
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import all_specs
     from tritonbench_lab.spec import dtype_name
@@ -34,7 +34,7 @@ def describe_kernels(backend: str, checked: dict[str, str] | None = None) -> lis
             dtype_name(d) + ("" if spec.interpreter_refusal(d) is None else " (GPU only)")
             for d in spec.dtypes
         ]
-        rows.append({
+        row = {
             "kernel": spec.name,
             "summary": spec.summary,
             "metric": spec.metric,
@@ -44,8 +44,10 @@ def describe_kernels(backend: str, checked: dict[str, str] | None = None) -> lis
             "space": f"{len(spec.space)} configs over {', '.join(spec.space.params)}; "
                      f"{kept_text} left after pruning for {limits.label}",
             "shapes": f"{'x'.join(spec.dims)}: " + ", ".join(str(s) for s in spec.default_shapes),
-            **({"contract": (checked or {})[spec.name]} if spec.name in (checked or {}) else {}),
-        })
+        }
+        if spec.name in checked:
+            row["contract"] = checked[spec.name]
+        rows.append(row)
     return rows
 
 
