@@ -8,8 +8,9 @@ of those or a program named in OTHER_PROGRAMS.
 - `tlab` lines that work from stored rows, or on a CPU in seconds, are run as written, in the
   order each page gives them, with the current directory a sandbox per page (a temporary copy
   of results/, configs/ and examples/; CUDA hidden, so kernels run in Triton's interpreter):
-  list, plot, report, export, explain, targets, compare, check, compile, archive, and sweeps of
-  the example kernels under examples/. Each must exit 0 (RUN_EXIT_CODES and KNOWN_FAILURES
+  list, plot, report, export, explain, targets, compare, check, compile, archive, new, and
+  sweeps of the example kernels under examples/ or of a module a `tlab new` line of the page
+  wrote. Each must exit 0 (RUN_EXIT_CODES and KNOWN_FAILURES
   name the exceptions, with their reasons). The worktree must be unchanged afterwards.
 - The other `tlab` lines need a GPU, or minutes of interpreter (sweeps of built-in kernels,
   calibrate, host-times, ops-bench, check --regret). They, and the `tlab ...` spans of inline
@@ -27,6 +28,7 @@ repository path or a `tritonbench_lab.*` name must name one that exists. The REA
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -46,7 +48,7 @@ README_MAX_BYTES = 10_000
 
 # Commands that run from stored rows, or on a CPU in seconds: their lines are run.
 RUN_COMMANDS = {"list", "kernels", "plot", "report", "export", "explain", "targets", "compare",
-                "check", "compile", "archive"}
+                "check", "compile", "archive", "new"}
 # Exit codes a run line may end with besides 0, and what the code means there.
 RUN_EXIT_CODES = {"targets": {1: "target(s) missed"}}  # documented: exit 1 on a miss
 # Lines that fail today for a reason the docs state; when one starts to pass, drop it here
@@ -210,8 +212,17 @@ def runs_here(command: Command) -> bool:
         return False
     if name == "sweep":
         modules = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-m", "--kernel-module")]
-        return bool(modules) and all(m.startswith("examples/") for m in modules)
+        return bool(modules) and all(m.startswith("examples/") or m in written_by_new(command.page)
+                                     for m in modules)
     return name in RUN_COMMANDS
+
+
+@functools.cache
+def written_by_new(page: Path) -> frozenset[str]:
+    """The kernel modules the page's `tlab new NAME` lines write (into the page's sandbox,
+    where its later lines run): small kernels made to sweep in the interpreter in seconds."""
+    return frozenset(f"{c.argv[1]}.py" for c in all_commands() if c.page == page
+                     and c.program == "tlab" and c.argv[:1] == ["new"] and len(c.argv) > 1)
 
 
 def option_names(argv: list[str]) -> list[str]:

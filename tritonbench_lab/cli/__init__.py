@@ -27,6 +27,7 @@ from tritonbench_lab.cli import (
     export_cmd,
     hosttimes_cmd,
     list_cmd,
+    new_cmd,
     opsbench_cmd,
     plot_cmd,
     portability_cmd,
@@ -75,6 +76,7 @@ explain_cmd.register(app)
 opsbench_cmd.register(app)
 compile_cmd.register(app)
 archive_cmd.register(app)
+new_cmd.register(app)
 
 
 def fail(message: str) -> None:

@@ -165,9 +165,11 @@ def sweep(
         children.start_early()  # first: the imports below start torch; see the helper
 
     # late: `tlab --help` imports no torch
+    from tritonbench_lab.measure.contract_check import check_user_kernels
     from tritonbench_lab.measure.plan import build_request, check_request, parse_baselines
 
-    prepare(interpret, kernel_module)
+    # A user's kernel keeps the contract, checked before anything reads its shapes or costs.
+    check_user_kernels(prepare(interpret, kernel_module), only=[kernel])
     strategy, budget = parse_search(search)
     if backend not in ("local", "ray"):
         raise TlabError(f"--backend {backend!r}: accepted are local and ray")
