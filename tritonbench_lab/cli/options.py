@@ -7,6 +7,9 @@
     --dtype       fp32, fp16, bf16, fp8e4m3, fp8e5m2 (each kernel takes some): comma-separated
                   or repeated
     --kernel      a kernel name: comma-separated or repeated
+    -m, --kernel-module   a user's kernel module, added to those the project lists in the
+                  [tool.tlab] table of its pyproject.toml (ROOT's, else the current folder's),
+                  which every command that takes -m loads first (kernel_modules_of)
 """
 
 from __future__ import annotations
