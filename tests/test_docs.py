@@ -7,7 +7,8 @@ of those or a program named in OTHER_PROGRAMS.
 
 - `tlab` lines that work from stored rows, or on a CPU in seconds, are run as written, in the
   order each page gives them, with the current directory a sandbox per page (a temporary copy
-  of results/, configs/ and examples/; CUDA hidden, so kernels run in Triton's interpreter):
+  of results/, configs/, examples/ and pyproject.toml, whose [tool.tlab] table lists the
+  example kernel; CUDA hidden, so kernels run in Triton's interpreter):
   list, plot, report, export, explain, targets, compare, check, compile, archive, new, and
   sweeps of the example kernels under examples/ or of a module a `tlab new` line of the page
   wrote. Each must exit 0 (RUN_EXIT_CODES and KNOWN_FAILURES
@@ -58,7 +59,7 @@ KNOWN_FAILURES = {
 }
 # Programs a ```sh block may name besides tlab, make and python: shown, not run.
 OTHER_PROGRAMS = {"git", ".", "source", "pip", "ray"}
-SANDBOX_COPIES = ("results", "configs", "examples")
+SANDBOX_COPIES = ("results", "configs", "examples", "pyproject.toml")
 # Python blocks of these pages are quoted from this file (unless marked as not).
 EXCERPTS = {"docs/writing-a-kernel.md": "examples/axpy.py"}
 NOT_AN_EXCERPT = "# Not in examples/axpy.py"
@@ -254,6 +255,9 @@ def tlab(argv: list[str], cwd: Path, extra_env: dict[str, str] | None = None,
 def make_sandbox() -> Path:
     sandbox = Path(tempfile.mkdtemp(prefix="tlab-docs-"))
     for name in SANDBOX_COPIES:
+        if (REPO / name).is_file():
+            shutil.copy2(REPO / name, sandbox / name)
+            continue
         shutil.copytree(REPO / name, sandbox / name,
                         ignore=shutil.ignore_patterns("__pycache__", "interpreter"))
     return sandbox

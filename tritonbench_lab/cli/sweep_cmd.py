@@ -19,6 +19,7 @@ from tritonbench_lab.cli.options import (
     KernelName,
     OldOut,
     Root,
+    kernel_modules_of,
     prepare,
 )
 from tritonbench_lab.cli.tables import print_table
@@ -169,7 +170,7 @@ def sweep(
     from tritonbench_lab.measure.plan import build_request, check_request, parse_baselines
 
     # A user's kernel keeps the contract, checked before anything reads its shapes or costs.
-    check_user_kernels(prepare(interpret, kernel_module), only=[kernel])
+    check_user_kernels(prepare(interpret, kernel_module, old_out or root), only=[kernel])
     strategy, budget = parse_search(search)
     if backend not in ("local", "ray"):
         raise TlabError(f"--backend {backend!r}: accepted are local and ray")
@@ -177,7 +178,7 @@ def sweep(
         kernel, dtypes=dtype, sizes=sizes,
         shapes=shapes, space=space, root=old_out or root, interpret=interpret, fresh=fresh,
         seed=seed, timeouts=Timeouts(first_call_s=compile_timeout, measure_s=timeout),
-        kernel_modules=tuple(str(p) for p in kernel_module or ()),
+        kernel_modules=kernel_modules_of(kernel_module, old_out or root),
         bench=_budget(rep_ms), confirm=confirm,
         confirm_bench=_budget(confirm_rep_ms) if confirm_rep_ms else None,
         search=strategy, search_budget=budget, backend=backend, ray_address=ray_address,
