@@ -331,11 +331,30 @@ def test_footprints_come_from_the_cost_model_when_jobs_carry_none(tmp_path, monk
     assert most_at_once(tmp_path) == 1  # 60 + 60 > 100
 
 
+def meeting_compile(job):
+    """Marks itself started, then waits (up to 20 s) until four jobs have started, and
+    records how many it saw: a rendezvous, so a loaded machine's slow process starts
+    cannot make the count flaky the way overlapping time spans could."""
+    folder = os.environ["TLAB_POOL_LOG"]
+    open(os.path.join(folder, f"started-{job.config['BLOCK']}"), "w").close()
+    deadline = time.monotonic() + 20
+    seen = 0
+    while time.monotonic() < deadline:
+        seen = sum(1 for name in os.listdir(folder) if name.startswith("started-"))
+        if seen >= 4:
+            break
+        time.sleep(0.02)
+    with open(os.path.join(folder, f"seen-{job.config['BLOCK']}"), "w") as out:
+        out.write(str(seen))
+    return job.key, 0.0, ""
+
+
 def test_without_a_budget_every_process_is_used(tmp_path, monkeypatch):
     monkeypatch.setenv("TLAB_POOL_LOG", str(tmp_path))
     many = [Job("k", (64,), "fp32", 0, {"BLOCK": b}, footprint=40) for b in range(1, 5)]
-    precompile(many, processes=4, compile_fn=timed_compile, start_fn=fake_start)
-    assert most_at_once(tmp_path) == 4
+    precompile(many, processes=4, compile_fn=meeting_compile, start_fn=fake_start)
+    seen = [int((tmp_path / f"seen-{b}").read_text()) for b in range(1, 5)]
+    assert seen == [4, 4, 4, 4]  # all four ran at once: nothing held any of them back
 
 
 def test_a_pool_process_keeps_small_inputs_and_gives_large_ones_back(monkeypatch):
