@@ -79,6 +79,33 @@ def _byte_ff(tmp: Path) -> None:
     interpreter.write_bytes(layout.results_file(SLUG, "softmax").read_bytes())
 
 
+def _nan_time(tmp: Path) -> None:
+    """Committed-looking results and configs, then a NaN median in line 3 of the results (a
+    bug's or a damaged copy's): it must never reach a configs file, a report or the gate."""
+    import csv
+    import io
+
+    from helpers.fixture_results import SLUG, write_softmax_fixture
+
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.data.records import Winner
+    from tritonbench_lab.data.store import load_records, write_table
+    from tritonbench_lab.data.winners import pick_winners
+
+    layout = Layout(tmp)
+    write_softmax_fixture(tmp)
+    results = layout.results_file(SLUG, "softmax")
+    write_table(layout.configs_file(SLUG, "softmax"), pick_winners(load_records(results)), Winner)
+    rows = list(csv.reader(io.StringIO(results.read_text())))
+    rows[2][rows[0].index("p50_ms")] = "nan"
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    results.write_text(text.getvalue())
+    interpreter = layout.results_file("interpreter", "softmax")
+    interpreter.parent.mkdir(parents=True)
+    interpreter.write_text(text.getvalue())
+
+
 def _afile(tmp: Path) -> None:
     (tmp / "afile").write_text("a regular file, not a folder\n")
 
@@ -232,6 +259,16 @@ CASES = [
                        "{tmp}/plots"]),
           ("check", ["check", "--root", "{tmp}", "--interpret"]),
           ("export", ["export", "softmax", "--root", "{tmp}", "--out", "{tmp}/exported"]),
+          ("targets", ["targets", "--root", "{tmp}"]),
+      ]],
+    # a NaN time in a results file: refused as damage wherever it is read, naming the line
+    *[case(f"nan-time-{name}", args, ["softmax.csv' line 3: p50_ms is nan: not a measurement"],
+           _nan_time)
+      for name, args in [
+          ("sweep", [*SWEEP, "--dtype", "fp32", "--sizes", "64x129"]),
+          ("plot", ["plot", "--root", "{tmp}", "--out", "{tmp}/plots"]),
+          ("report", ["report", "--root", "{tmp}", "--out", "{tmp}/plots"]),
+          ("check", ["check", "--root", "{tmp}", "--interpret"]),
           ("targets", ["targets", "--root", "{tmp}"]),
       ]],
     # commands and arguments
