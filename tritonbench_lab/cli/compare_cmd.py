@@ -11,7 +11,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tritonbench_lab.cli.options import Dtypes, Kernels, Root, known_dtypes, split_list
+from tritonbench_lab.cli.options import (
+    GENERATED,
+    Dtypes,
+    Kernels,
+    Root,
+    known_dtypes,
+    split_list,
+)
 from tritonbench_lab.cli.tables import print_table
 from tritonbench_lab.data.layout import locate
 from tritonbench_lab.data.records import parse_config_text
@@ -26,7 +33,8 @@ def compare(
     kernel: Kernels = None,
     dtype: Dtypes = None,
     out: Annotated[Path, typer.Option(
-        "--out", help="Folder the pictures go under (in <out>/compare/).")] = Path("plots"),
+        "--out", help="Folder the pictures go under (in <out>/compare/; git ignores the "
+        "default, `make plots` writes the committed plots/).")] = GENERATED,
     root: Root = Path("."),
 ) -> None:
     """Compare tuned winners across GPUs: throughput, % of each GPU's own ceiling, and how

@@ -1,7 +1,9 @@
 """Options shared by the commands, declared once, so a word means one thing everywhere:
 
     --root        folder holding results/ and configs/ (read or written)
-    --out         folder for generated files only (pictures, REPORT.md, exports)
+    --out         folder for generated files only (pictures, REPORT.md, exports); pictures,
+                  reports and comparisons default to GENERATED, which git ignores (the
+                  committed plots/ is written by `make plots` alone)
     --gpu-name    a GPU by name (its slug, e.g. nvidia-h200), or its results folder
     --interpret/--gpu   where kernels run: Triton's CPU interpreter or the GPU
     --dtype       fp32, fp16, bf16, fp8e4m3, fp8e5m2 (each kernel takes some): comma-separated
@@ -19,6 +21,10 @@ import typer
 from tritonbench_lab.data.records import DTYPE_NAMES, dtype_name_of
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measure.env import choose_backend
+
+# Where `tlab plot`, `report` and `compare` write by default: a folder git ignores, so that
+# looking at results never leaves the committed plots/ stale (`make plots` writes those).
+GENERATED = Path("build/plots")
 
 
 def complete_kernels(incomplete: str) -> list[str]:

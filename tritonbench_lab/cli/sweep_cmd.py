@@ -275,7 +275,9 @@ def print_summary(result, request, console: Console) -> None:
     legend = config_legend(parse_config_text(w.config) for w in shown)
     if legend:
         console.print(legend)
-    if not ceilings:
+    if request.interpret:
+        _say_what_runs_here(request, console)
+    elif not ceilings:
         console.print("No ceilings for this GPU yet: run `tlab calibrate` for % of ceiling.")
     if eager:
         console.print("eager vs torch: the PyTorch op's time over the winner's, each the longer "
@@ -283,6 +285,15 @@ def print_summary(result, request, console: Console) -> None:
                       "another waits for; tritonbench_lab.ops decides such calls on it).")
     console.print(f"rows: {result.results_file}   winners: {result.configs_file} "
                   f"(each looked up again with tuned.lookup: all {len(result.winners)} match)")
+
+
+def _say_what_runs_here(request, console: Console) -> None:
+    """After an interpreter sweep: what looks at its rows here (ceilings, and so `tlab
+    calibrate`, are a GPU's)."""
+    root = "" if request.root == Path(".") else f" --root {request.root}"
+    console.print(f"Pictures and a report of the interpreter's rows: `tlab plot --gpu-name "
+                  f"interpreter{root}`, `tlab report --gpu-name interpreter{root}`.",
+                  soft_wrap=True, markup=False, highlight=False)
 
 
 def _summary_table(request, ceilings: bool, eager: bool) -> Table:
