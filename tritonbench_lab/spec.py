@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from tritonbench_lab.data.records import DTYPE_NAMES as NAMES
-from tritonbench_lab.data.records import GBPS, TFLOPS, dtype_name_of
+from tritonbench_lab.data.records import GBPS, TFLOPS, dtype_name_of, parse_config_text
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.runtime import launching
 from tritonbench_lab.shapes import Shape  # re-exported: kernel modules import Shape from here
@@ -209,6 +209,15 @@ class KernelSpec:
             raise TlabError(f"{self.name} config {config_text(config)} {'; '.join(parts)} "
                             f"(its parameters: {', '.join(self.space.params)})")
         return complete
+
+    def config_outside(self, config: str | Mapping[str, int]) -> str | None:
+        """Why a stored config (its text, or a dict), completed by `complete`'s rule, is not
+        a point of this kernel's space, or None when it is."""
+        try:
+            parsed = parse_config_text(config) if isinstance(config, str) else dict(config)
+        except ValueError as err:
+            return str(err)
+        return self.space.outside(self.space.complete(parsed))
 
     def bound(self, config: Mapping[str, int]) -> Callable | None:
         """A launcher of this kernel bound to `config` (completed), taking the op's own

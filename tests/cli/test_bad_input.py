@@ -118,6 +118,23 @@ def _h200_configs(tmp: Path) -> None:
     shutil.copytree(REPO / "configs" / "nvidia-h200", tmp / "configs" / "nvidia-h200")
 
 
+def _softmax_results(tmp: Path) -> None:
+    from helpers.fixture_results import write_softmax_fixture
+
+    write_softmax_fixture(tmp)
+
+
+def _h200_matmul_config_outside_the_space(tmp: Path) -> None:
+    """The committed H200 configs, one matmul row's BLOCK_M set to a value the space lacks
+    (a hand edit, or a file of another tlab)."""
+    _h200_configs(tmp)
+    path = tmp / "configs" / "nvidia-h200" / "matmul.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    assert "BLOCK_M=64 " in lines[1]
+    lines[1] = lines[1].replace("BLOCK_M=64 ", "BLOCK_M=96 ", 1)
+    path.write_text("".join(lines))
+
+
 def _module(text: str):
     def setup(tmp: Path) -> None:
         (tmp / "kernels.py").write_text(text)
@@ -212,7 +229,7 @@ CASES = [
          ["Invalid value for '--timeout'", "greater than or equal to 1",
           "Try 'tlab sweep --help' for help."]),
     case("timeout-inf", [*SWEEP, "--timeout", "inf"],
-         ["Invalid value for '--timeout'", "must be a finite number of seconds"]),
+         ["Invalid value for '--timeout'", "less than or equal to 3600"]),
     case("compile-timeout-nan", [*SWEEP, "--compile-timeout", "nan"],
          ["Invalid value for '--compile-timeout'"]),
     case("rep-ms-zero", [*SWEEP, "--rep-ms", "0"],
@@ -261,6 +278,49 @@ CASES = [
           ("export", ["export", "softmax", "--root", "{tmp}", "--out", "{tmp}/exported"]),
           ("targets", ["targets", "--root", "{tmp}"]),
       ]],
+    # options that contradict each other, or budgets no one means
+    case("ray-address-with-local-backend", [*SWEEP, "--ray-address", "127.0.0.1:6379"],
+         ["--ray-address 127.0.0.1:6379 is for --backend ray", "nothing would use it"]),
+    case("confirm-rep-ms-without-confirmations",
+         [*SWEEP, "--confirm", "0", "--confirm-rep-ms", "50"],
+         ["--confirm-rep-ms 50 times the confirmations", "--confirm 0 turns them off"]),
+    case("first-rep-ms-above-rep-ms", [*SWEEP, "--first-rep-ms", "200", "--rep-ms", "100"],
+         ["--first-rep-ms 200 is above --rep-ms 100", "ranks the configs"]),
+    case("rep-ms-absurd", [*SWEEP, "--rep-ms", "1000000000000"],
+         ["Invalid value for '--rep-ms'", "less than or equal to 10000"]),
+    case("first-rep-ms-absurd", [*SWEEP, "--first-rep-ms", "20000"],
+         ["Invalid value for '--first-rep-ms'", "less than or equal to 10000"]),
+    case("confirm-rep-ms-absurd", [*SWEEP, "--confirm-rep-ms", "20000"],
+         ["Invalid value for '--confirm-rep-ms'", "less than or equal to 10000"]),
+    case("timeout-absurd", [*SWEEP, "--timeout", "1e9"],
+         ["Invalid value for '--timeout'", "less than or equal to 3600"]),
+    case("compile-timeout-absurd", [*SWEEP, "--compile-timeout", "1e9"],
+         ["Invalid value for '--compile-timeout'", "less than or equal to 3600"]),
+    case("calibrate-rep-ms-absurd", ["calibrate", "--root", "{tmp}", "--rep-ms", "99999999"],
+         ["Invalid value for '--rep-ms'", "less than or equal to 10000"]),
+    case("ray-address-unreachable",
+         [*SWEEP, "--dtype", "fp32", "--sizes", "37x129", "--backend", "ray", "--ray-address",
+          "127.0.0.1:1"],
+         ["--ray-address 127.0.0.1:1: no Ray cluster answers there within", "ray start --head"]),
+    case("ray-address-not-host-port", [*SWEEP, "--backend", "ray", "--ray-address", "headnode"],
+         ["--ray-address 'headnode'", "HOST:PORT"]),
+    case("compare-one-gpu-twice",
+         ["compare", "fixture-gpu", "{tmp}/results/fixture-gpu", "--root", "{tmp}", "--out",
+          "{tmp}/plots"],
+         ["compare got the results folder", "twice", "fixture-gpu"], _softmax_results),
+    case("explain-dtype-the-kernel-refuses",
+         ["explain", "matmul", "--shape", "64x64x64", "--dtype", "fp8e4m3"],
+         ["matmul does not support fp8e4m3: it takes fp32, fp16, bf16"]),
+    case("explain-shape-of-zeros", ["explain", "matmul", "--shape", "0x0x0"],
+         ["--shape '0x0x0'", "sizes must be positive integers"]),
+    case("explain-config-outside-the-space",
+         ["explain", "matmul", "--shape", "4096x4096x4096", "--root", "{tmp}"],
+         ["matmul.csv' line 2: config", "BLOCK_M=96", "outside the matmul space",
+          "BLOCK_M=96 is not one of"], _h200_matmul_config_outside_the_space),
+    case("export-config-outside-the-space",
+         ["export", "matmul", "--root", "{tmp}", "--out", "{tmp}/exported"],
+         ["matmul.csv' line 2: config", "BLOCK_M=96", "outside the matmul space"],
+         _h200_matmul_config_outside_the_space),
     # a NaN time in a results file: refused as damage wherever it is read, naming the line
     *[case(f"nan-time-{name}", args, ["softmax.csv' line 3: p50_ms is nan: not a measurement"],
            _nan_time)

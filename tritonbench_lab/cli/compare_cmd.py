@@ -47,7 +47,7 @@ def compare(
 
     if len(targets) < 2:
         raise TlabError("compare needs at least two results folders or GPU slugs")
-    folders = [locate(t, root) for t in targets]
+    folders = _distinct_folders(targets, root)
     # Every refusal before any output.
     comparisons, notes = run_compare(folders, split_list(kernel), known_dtypes(dtype))
     console = Console()
@@ -78,6 +78,20 @@ def compare(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         console.print(f"table: {path}", soft_wrap=True, markup=False)
+
+
+def _distinct_folders(targets: list[str], root: Path) -> list[Path]:
+    """Each target's results folder (layout.locate); one folder named twice, as a slug or a
+    path, would compare a GPU with itself."""
+    folders, seen = [], {}
+    for target in targets:
+        folder = locate(target, root)
+        if folder.resolve() in seen:
+            raise TlabError(f"compare got the results folder {str(folder)!r} twice "
+                            f"({seen[folder.resolve()]!r} and {target!r}): name different GPUs")
+        seen[folder.resolve()] = target
+        folders.append(folder)
+    return folders
 
 
 def comparison_table(comparison) -> Table:

@@ -13,12 +13,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from tritonbench_lab.data.records import DTYPE_NAMES, dtype_name_of
+from tritonbench_lab.data.store import load_winners
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measure.env import choose_backend
 
@@ -112,3 +114,29 @@ def known_dtypes(values: list[str] | None) -> list[str] | None:
         if dtype_name_of(name) is None:
             raise TlabError(f"unknown dtype {name!r}: accepted are {', '.join(DTYPE_NAMES)}")
     return list(dict.fromkeys(dtype_name_of(n) for n in names))
+
+
+def configs_in_space(spec, paths: Iterable[Path]) -> None:
+    """Refuse, in one line naming the file and line, a configs row whose config is not a
+    point of the kernel's space (a hand edit, a file of another tlab): explain and export
+    would pass it on as tuned. `tlab check` lists every such row."""
+    for path in paths:
+        for line, winner in enumerate(load_winners(path), start=2):  # line 1: the header
+            why = spec.config_outside(winner.config)
+            if why:
+                raise TlabError(f"{str(path)!r} line {line}: config {winner.config!r} is "
+                                f"outside the {spec.name} space: {why} (`tlab check` lists "
+                                "every such row)")
+
+
+def kernel_dtypes(spec, values: list[str] | None) -> list[str]:
+    """--dtype for a command about one kernel: names checked, each one the kernel takes;
+    none given: all it takes."""
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.spec import dtype_name
+
+    takes = [dtype_name(d) for d in spec.dtypes]
+    for name in known_dtypes(values) or takes:
+        if name not in takes:
+            raise TlabError(f"{spec.name} does not support {name}: it takes {', '.join(takes)}")
+    return known_dtypes(values) or takes

@@ -30,8 +30,8 @@ from tritonbench_lab.measure import children
 from tritonbench_lab.measure.devices import parse_gpus
 from tritonbench_lab.measure.env import bytecode_note
 from tritonbench_lab.measure.precompile import default_jobs
-from tritonbench_lab.measure.timing import BenchOptions
-from tritonbench_lab.measure.worker import Timeouts
+from tritonbench_lab.measure.timing import MAX_REP_MS, BenchOptions
+from tritonbench_lab.measure.worker import MAX_TIMEOUT_S, Timeouts
 from tritonbench_lab.search.strategies import parse_search
 from tritonbench_lab.space import config_legend, config_short
 
@@ -78,21 +78,21 @@ def sweep(
         "rewritten).")] = False,
     interpret: Interpret = None,
     compile_timeout: Annotated[float, typer.Option(
-        "--compile-timeout", metavar="SECONDS", min=1.0, callback=_finite,
+        "--compile-timeout", metavar="SECONDS", min=1.0, max=MAX_TIMEOUT_S, callback=_finite,
         help="Seconds a config's first call "
         "(compile and one run) may take before it is a timeout row and its worker is "
         "restarted.")] = 120.0,
     timeout: Annotated[float, typer.Option(
-        "--timeout", metavar="SECONDS", min=1.0, callback=_finite,
+        "--timeout", metavar="SECONDS", min=1.0, max=MAX_TIMEOUT_S, callback=_finite,
         help="Seconds a config's verification and "
         "timing may take before it is a timeout row and its worker is restarted.")] = 60.0,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random inputs.")] = 0,
     rep_ms: Annotated[int, typer.Option(
-        "--rep-ms", metavar="MS", min=1,
+        "--rep-ms", metavar="MS", min=1, max=MAX_REP_MS,
         help="do_bench's full timing budget, in milliseconds (its warm-up: the same, at most "
         "25): for the baselines and for the contenders of the first pass.")] = 100,
     first_rep_ms: Annotated[int | None, typer.Option(
-        "--first-rep-ms", metavar="MS", min=0,
+        "--first-rep-ms", metavar="MS", min=0, max=MAX_REP_MS,
         help="Budget of the first pass, which times every config only to rank them (no "
         "warm-up beyond the calls that size its timing); the configs whose time could "
         "plausibly beat the leader's (given the noise measured; at most eight) are then "
@@ -120,7 +120,7 @@ def sweep(
         help="The Ray cluster to join (as `ray start --head` printed it); default: a local "
         "Ray instance.", show_default=False)] = None,
     confirm_rep_ms: Annotated[int | None, typer.Option(
-        "--confirm-rep-ms", metavar="MS", min=1,
+        "--confirm-rep-ms", metavar="MS", min=1, max=MAX_REP_MS,
         help="do_bench's budget for the confirmations, which choose the winners; a short "
         "--rep-ms then only ranks the space. Default: --rep-ms.", show_default=False)] = None,
     confirm: Annotated[int, typer.Option(
@@ -161,8 +161,7 @@ def sweep(
 
     prepare(interpret, kernel_module)
     strategy, budget = parse_search(search)
-    if backend not in ("local", "ray"):
-        raise TlabError(f"--backend {backend!r}: accepted are local and ray")
+    _refuse_contradictions(backend, ray_address, rep_ms, first_rep_ms, confirm, confirm_rep_ms)
     request = build_request(
         kernel, dtypes=dtype, sizes=sizes,
         shapes=shapes, space=space, root=old_out or root, interpret=interpret, fresh=fresh,
@@ -194,6 +193,24 @@ def sweep(
             console.print(note)
     result = _run_with_progress(request, console)
     print_summary(result, request, Console())
+
+
+def _refuse_contradictions(backend: str, ray_address: str | None, rep_ms: int,
+                           first_rep_ms: int | None, confirm: int,
+                           confirm_rep_ms: int | None) -> None:
+    """Options that contradict each other, so that one of them would be silently ignored."""
+    if backend not in ("local", "ray"):
+        raise TlabError(f"--backend {backend!r}: accepted are local and ray")
+    if ray_address is not None and backend != "ray":
+        raise TlabError(f"--ray-address {ray_address} is for --backend ray; with --backend "
+                        f"{backend} nothing would use it")
+    if confirm == 0 and confirm_rep_ms is not None:
+        raise TlabError(f"--confirm-rep-ms {confirm_rep_ms} times the confirmations, and "
+                        "--confirm 0 turns them off: drop one of the two")
+    if first_rep_ms is not None and first_rep_ms > rep_ms:
+        raise TlabError(f"--first-rep-ms {first_rep_ms} is above --rep-ms {rep_ms}: the first "
+                        "pass only ranks the configs, on a shorter budget than the full one "
+                        "(0: no first pass)")
 
 
 def _nothing_measured_yet(root: Path, kernel: str) -> bool:

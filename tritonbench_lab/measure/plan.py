@@ -28,6 +28,7 @@ from tritonbench_lab.measure.env import (
     fingerprint,
     free_device_bytes,
 )
+from tritonbench_lab.measure.raydevices import check_address
 from tritonbench_lab.measure.source import source_hash
 from tritonbench_lab.measure.timing import (
     BOTH_CLOCKS_BELOW_MS,
@@ -303,7 +304,8 @@ def check_request(request: SweepRequest) -> None:
 
 
 def _check_options(request: SweepRequest) -> None:
-    """Shapes to sweep, a known clock (`--timing`), the kernel's own baselines."""
+    """Shapes to sweep, a known clock (`--timing`), the kernel's own baselines, a Ray
+    cluster that answers at `--ray-address`."""
     spec = request.spec
     if not request.shapes:
         raise TlabError("no shapes to sweep")
@@ -313,6 +315,8 @@ def _check_options(request: SweepRequest) -> None:
     if unknown:
         raise TlabError(f"--baselines {','.join(unknown)}: {spec.name}'s baselines are "
                         f"{', '.join(spec.baselines) or 'none'} (or all, none)")
+    if request.backend == "ray" and request.ray_address:
+        check_address(request.ray_address)  # refused within seconds, not a hang in ray.init
 
 
 def _check_dtypes(request: SweepRequest) -> None:
