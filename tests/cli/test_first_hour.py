@@ -91,3 +91,22 @@ def test_a_gpu_not_found_names_the_ones_there_the_interpreter_included(tmp_path)
     assert "no results for 'nvidia-h200'" in done.stderr
     assert "(there: interpreter)" in done.stderr
     assert not (tmp_path / "build").exists()
+
+
+def test_space_default_runs_where_the_kernels_default_config_is_pruned(tmp_path):
+    """softmax's default config holds a row in one program, which 131,072 columns overflow:
+    `--space default` sweeps the untuned config there instead (KernelSpec.untuned_config),
+    and the winner is that config."""
+    from tritonbench_lab.data.store import load_winners
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.space import config_text
+
+    spec = get_spec("softmax")
+    shape = spec.shape(2, 131072)
+    done = tlab("sweep", "softmax", "--interpret", "--space", "default", "--shapes", str(shape),
+                "--dtype", "fp32", "--baselines", "torch", "--confirm", "0", "--root",
+                str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (won,) = load_winners(tmp_path / "configs" / "interpreter" / "softmax.csv")
+    assert won.config == config_text(spec.untuned_config(shape, "fp32"))
+    assert won.config != config_text(spec.space.default)

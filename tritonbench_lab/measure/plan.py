@@ -193,11 +193,13 @@ def build_request(kernel: str, *, dtypes: list[str] | None = None, sizes: str | 
     backend = choose_backend(interpret)
     interpreting = backend == INTERPRETER
     spec = get_spec(kernel)
+    dtypes, shapes = parse_dtypes(spec, dtypes, interpreting), parse_shapes(spec, sizes, shapes,
+                                                                             interpreting)
+    limits = device_limits(backend)
+    where = [(dict(s.dims), d.itemsize) for s in shapes for d in dtypes]  # (`--space default`)
     return SweepRequest(
-        spec=spec, dtypes=parse_dtypes(spec, dtypes, interpreting),
-        shapes=parse_shapes(spec, sizes, shapes, interpreting),
-        space=load_space(spec.space, space), root=Path(root), interpret=interpreting,
-        fingerprint=fingerprint(backend), limits=device_limits(backend),
+        spec=spec, dtypes=dtypes, shapes=shapes, space=load_space(spec.space, space, where, limits),
+        root=Path(root), interpret=interpreting, fingerprint=fingerprint(backend), limits=limits,
         free_bytes=free_device_bytes(backend), **options)
 
 
