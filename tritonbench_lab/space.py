@@ -140,14 +140,19 @@ class Space:
     def default_at(self, sizes: Mapping[str, int], elem_bytes: int, limits: DeviceLimits
                    ) -> Config | None:
         """The untuned config at one shape, dtype and device: the space's default where no
-        constraint prunes it there; otherwise, of the configs left there, the nearest to it
-        (fewest parameters changed, then fewest steps along their value lists, then the
-        space's order), so that the kernel runs untuned at every shape it takes. None where
-        every config is pruned."""
+        constraint prunes it there, otherwise the config left there nearest to it
+        (`nearest_default`), so that the kernel runs untuned at every shape it takes. None
+        where every config is pruned."""
         default = dict(self.default)
         if default and not self.why_pruned(default, sizes, elem_bytes, limits):
             return default
-        kept, _ = self.prune(sizes, elem_bytes, limits)
+        return self.nearest_default(self.prune(sizes, elem_bytes, limits)[0])
+
+    def nearest_default(self, configs: Iterable[Config]) -> Config | None:
+        """Of `configs`, the space's default, else the one nearest to it: fewest parameters
+        changed, then fewest steps along their value lists, then the first in their order.
+        None when there are none."""
+        default = dict(self.default)
 
         def distance(config: Config) -> tuple[int, int]:
             changed = [name for name in default if config[name] != default[name]]
@@ -155,7 +160,7 @@ class Space:
                         for n in changed)
             return len(changed), steps
 
-        return min(kept, key=distance, default=None)  # the first of equals: the space's order
+        return min(configs, key=distance, default=None)
 
     def prune(
         self, sizes: Mapping[str, int], elem_bytes: int, limits: DeviceLimits

@@ -76,7 +76,6 @@ from tritonbench_lab.search.contenders import (
 )
 from tritonbench_lab.search.prior import prior_configs
 from tritonbench_lab.search.strategies import SearchRequest, make_search
-from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.space import config_text
 from tritonbench_lab.spec import parse_dtype, throughput
 from tritonbench_lab.tuned import check_round_trip
@@ -339,12 +338,11 @@ def search_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
 
 
 def _search_of(run: _Run, key: tuple[str, str], configs: list[dict]):
-    """The shape's search strategy (`--search`), told the untuned config there
-    (Space.default_at) when it is one of `configs`; a prior search also where it starts,
-    which it says once (events.note)."""
+    """The shape's search strategy (`--search`), told the untuned config there (of `configs`,
+    those the space leaves at the shape, the one nearest the default: Space.default_at); a
+    prior search also where it starts, which it says once (events.note)."""
     request = run.request
-    sizes = dict(request.spec.shape(*shape_sizes(key[1])).dims)
-    default = request.space.default_at(sizes, parse_dtype(key[0]).itemsize, request.limits)
+    default = request.space.nearest_default(configs)  # the configs left at the shape
     prior = ()
     if request.search == "prior":
         found = prior_configs(request, run.history_results, *key, configs)
