@@ -48,10 +48,14 @@ check: setup
 COMPARE ?= nvidia-h200 nvidia-h100-80gb-hbm3
 
 # Pictures, REPORT.md and the comparison from the committed results (no GPU); deterministic.
+# The only writer of plots/ (tlab's own default is build/plots, which git ignores): drawn
+# afresh, then put in place whole, so that nothing stale stays behind.
 plots: setup
-	$(BIN)/tlab plot --out plots
-	$(BIN)/tlab report --out plots
-	$(BIN)/tlab compare $(COMPARE) --out plots > /dev/null
+	rm -rf build/plots-new
+	$(BIN)/tlab plot --out build/plots-new
+	$(BIN)/tlab report --out build/plots-new
+	$(BIN)/tlab compare $(COMPARE) --out build/plots-new > /dev/null
+	rm -rf plots && mv build/plots-new plots
 
 # Fails when the committed pictures or REPORT.md are not what the committed results give.
 plots-check: setup

@@ -137,6 +137,31 @@ class Space:
                 return reason
         return None
 
+    def default_at(self, sizes: Mapping[str, int], elem_bytes: int, limits: DeviceLimits
+                   ) -> Config | None:
+        """The untuned config at one shape, dtype and device: the space's default where no
+        constraint prunes it there, otherwise the config left there nearest to it
+        (`nearest_default`), so that the kernel runs untuned at every shape it takes. None
+        where every config is pruned."""
+        default = dict(self.default)
+        if default and not self.why_pruned(default, sizes, elem_bytes, limits):
+            return default
+        return self.nearest_default(self.prune(sizes, elem_bytes, limits)[0])
+
+    def nearest_default(self, configs: Iterable[Config]) -> Config | None:
+        """Of `configs`, the space's default, else the one nearest to it: fewest parameters
+        changed, then fewest steps along their value lists, then the first in their order.
+        None when there are none."""
+        default = dict(self.default)
+
+        def distance(config: Config) -> tuple[int, int]:
+            changed = [name for name in default if config[name] != default[name]]
+            steps = sum(abs(self.params[n].index(config[n]) - self.params[n].index(default[n]))
+                        for n in changed)
+            return len(changed), steps
+
+        return min(configs, key=distance, default=None)
+
     def prune(
         self, sizes: Mapping[str, int], elem_bytes: int, limits: DeviceLimits
     ) -> tuple[list[Config], list[tuple[Config, str]]]:
@@ -153,17 +178,22 @@ class Space:
 
 SPACE_PRESETS = {
     "full": "every config of the kernel's space (pruned for the device)",
-    "default": "only the kernel's untuned default config",
+    "default": "only the kernel's untuned config at each shape (Space.default_at)",
 }
 
+# Where a sweep's shapes and dtypes are: (shape sizes by name, element size in bytes) each.
+Where = Iterable[tuple[Mapping[str, int], int]]
 
-def load_space(space: Space, text: str) -> Space:
+
+def load_space(space: Space, text: str, where: Where = (), limits: DeviceLimits = HOPPER
+               ) -> Space:
     """`--space`: a preset name, or a JSON file {"PARAM": [values], ...} replacing those
-    lists of `space`. Anything else is a one-line TlabError."""
+    lists of `space`; `default` is the untuned config at each of `where` on a device of
+    `limits` (untuned_space). Anything else is a one-line TlabError."""
     if text == "full":
         return space
     if text == "default":
-        return space.narrow({k: (v,) for k, v in space.default.items()})
+        return untuned_space(space, where, limits)
     path = Path(text)
     if not path.is_file():
         raise TlabError(f"--space {text!r}: not a preset ({', '.join(SPACE_PRESETS)}) nor a file")
@@ -187,6 +217,39 @@ def load_space(space: Space, text: str) -> Space:
             raise TlabError(f"--space file {text!r}: {name} must be a non-empty list of {kind}")
         params[name] = tuple(values)
     return space.narrow(params)
+
+
+def untuned_space(space: Space, where: Where, limits: DeviceLimits) -> Space:
+    """`--space default`: at each shape and dtype of `where`, only the untuned config there
+    (Space.default_at; the space's default where nothing is given). Its lists hold the values
+    of those configs; any other combination of them is left out of the space, and one that is
+    the untuned config elsewhere only is pruned where it is not."""
+    found: dict[tuple, Config | None] = {}
+
+    def untuned(sizes: Mapping[str, int], elem_bytes: int, device: DeviceLimits):
+        key = (tuple(sorted(sizes.items())), elem_bytes, device)
+        if key not in found:
+            found[key] = space.default_at(sizes, elem_bytes, device)
+        return found[key]
+
+    chosen = [c for sizes, elem_bytes in where if (c := untuned(sizes, elem_bytes, limits))]
+    chosen = chosen or [dict(space.default) or next(iter(space))]
+    texts = {config_text(c) for c in chosen}
+
+    def one_of_them(config: Config) -> str | None:
+        return None if config_text(config) in texts else "not the untuned config of a shape swept"
+
+    def the_one_here(config: Config, sizes, elem_bytes: int, device: DeviceLimits) -> str | None:
+        here = untuned(sizes, elem_bytes, device)
+        if here is None or config == here:
+            return None
+        return f"the untuned config at this shape is {config_text(here)}"
+
+    narrowed = space.narrow({name: tuple(v for v in values if any(c[name] == v for c in chosen))
+                             for name, values in space.params.items()})
+    default = dict(space.default) if dict(space.default) in chosen else chosen[0]
+    return dataclasses.replace(narrowed, default=default, excludes=(*space.excludes, one_of_them),
+                               constraints=(*space.constraints, the_one_here))
 
 
 def split_config(config: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:

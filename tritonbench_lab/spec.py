@@ -27,11 +27,11 @@ from typing import Any
 import torch
 
 from tritonbench_lab.data.records import DTYPE_NAMES as NAMES
-from tritonbench_lab.data.records import GBPS, TFLOPS, dtype_name_of
+from tritonbench_lab.data.records import GBPS, TFLOPS, dtype_name_of, parse_config_text
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.runtime import launching
 from tritonbench_lab.shapes import Shape  # re-exported: kernel modules import Shape from here
-from tritonbench_lab.space import Config, Space, config_text
+from tritonbench_lab.space import HOPPER, Config, DeviceLimits, Space, config_text
 
 # Names users type for dtypes, in the order tlab lists them.
 DTYPES: dict[str, torch.dtype] = {
@@ -215,6 +215,24 @@ class KernelSpec:
             raise TlabError(f"{self.name} config {config_text(config)} {'; '.join(parts)} "
                             f"(its parameters: {', '.join(self.space.params)})")
         return complete
+
+    def untuned_config(self, shape: Shape, dtype: torch.dtype | str,
+                       limits: DeviceLimits = HOPPER) -> Config:
+        """The config to run without tuning at this shape and dtype: the space's default, or
+        where a constraint prunes it there the nearest config that none does (Space.default_at;
+        on Hopper's limits, which the spaces target, unless given others)."""
+        dtype = parse_dtype(dtype) if isinstance(dtype, str) else dtype
+        found = self.space.default_at(dict(shape.dims), dtype.itemsize, limits)
+        return found if found is not None else dict(self.space.default)
+
+    def config_outside(self, config: str | Mapping[str, int]) -> str | None:
+        """Why a stored config (its text, or a dict), completed by `complete`'s rule, is not
+        a point of this kernel's space, or None when it is."""
+        try:
+            parsed = parse_config_text(config) if isinstance(config, str) else dict(config)
+        except ValueError as err:
+            return str(err)
+        return self.space.outside(self.space.complete(parsed))
 
     def bound(self, config: Mapping[str, int]) -> Callable | None:
         """A launcher of this kernel bound to `config` (completed), taking the op's own

@@ -25,8 +25,9 @@ Which row:
   config tuned for more work under-fills a smaller problem less than the reverse over-fills);
 - no rows of this kernel and dtype for this GPU at all: another GPU's file, where the committed
   portability measurement trusts that GPU's configs here (data/portability.py);
-- nothing in the class (or no file): the kernel's default config, with one warning per file,
-  dtype and class that names them.
+- nothing in the class (or no file): the kernel's untuned config at that shape (its default
+  config, or where that is pruned the nearest one that is not: Space.default_at), with one
+  warning per file, dtype and class that names them.
 Files are parsed once and re-read when they change. No torch, no triton at import.
 """
 
@@ -260,7 +261,8 @@ def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int
 
     sizes are the kernel's dims by name (M=, N=, K= for matmul; rows=, cols= for row
     kernels), in any order. `default` is returned (with one warning) when nothing was tuned;
-    without it the kernel's own default config is used. `gpu` and `directory` override the
+    without it the kernel's untuned config at this shape (KernelSpec.untuned_config: its
+    default config, unless a constraint prunes that there). `gpu` and `directory` override the
     current GPU's slug and the configs folder; `dims` names the dims of a kernel that is not
     registered and not listed in the current folder's pyproject.toml.
     """
@@ -282,7 +284,11 @@ def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
 
-    return dict(get_spec(kernel).space.default)
+    spec = get_spec(kernel)
+    try:  # the untuned config at this shape: valid wherever the kernel runs (KernelSpec)
+        return spec.untuned_config(spec.shape(*ordered), key)
+    except TlabError:  # a dtype tlab does not name: the space's default, as it stands
+        return dict(spec.space.default)
 
 
 def completed(kernel: str, config: dict[str, int]) -> dict[str, int]:

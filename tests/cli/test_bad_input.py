@@ -80,6 +80,33 @@ def _byte_ff(tmp: Path) -> None:
     interpreter.write_bytes(layout.results_file(SLUG, "softmax").read_bytes())
 
 
+def _nan_time(tmp: Path) -> None:
+    """Committed-looking results and configs, then a NaN median in line 3 of the results (a
+    bug's or a damaged copy's): it must never reach a configs file, a report or the gate."""
+    import csv
+    import io
+
+    from helpers.fixture_results import SLUG, write_softmax_fixture
+
+    from tritonbench_lab.data.layout import Layout
+    from tritonbench_lab.data.records import Winner
+    from tritonbench_lab.data.store import load_records, write_table
+    from tritonbench_lab.data.winners import pick_winners
+
+    layout = Layout(tmp)
+    write_softmax_fixture(tmp)
+    results = layout.results_file(SLUG, "softmax")
+    write_table(layout.configs_file(SLUG, "softmax"), pick_winners(load_records(results)), Winner)
+    rows = list(csv.reader(io.StringIO(results.read_text())))
+    rows[2][rows[0].index("p50_ms")] = "nan"
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    results.write_text(text.getvalue())
+    interpreter = layout.results_file("interpreter", "softmax")
+    interpreter.parent.mkdir(parents=True)
+    interpreter.write_text(text.getvalue())
+
+
 def _afile(tmp: Path) -> None:
     (tmp / "afile").write_text("a regular file, not a folder\n")
 
@@ -90,6 +117,23 @@ def _h200_configs(tmp: Path) -> None:
     import shutil
 
     shutil.copytree(REPO / "configs" / "nvidia-h200", tmp / "configs" / "nvidia-h200")
+
+
+def _softmax_results(tmp: Path) -> None:
+    from helpers.fixture_results import write_softmax_fixture
+
+    write_softmax_fixture(tmp)
+
+
+def _h200_matmul_config_outside_the_space(tmp: Path) -> None:
+    """The committed H200 configs, one matmul row's BLOCK_M set to a value the space lacks
+    (a hand edit, or a file of another tlab)."""
+    _h200_configs(tmp)
+    path = tmp / "configs" / "nvidia-h200" / "matmul.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    assert "BLOCK_M=64 " in lines[1]
+    lines[1] = lines[1].replace("BLOCK_M=64 ", "BLOCK_M=96 ", 1)
+    path.write_text("".join(lines))
 
 
 def _module(text: str):
@@ -192,7 +236,7 @@ CASES = [
          ["Invalid value for '--timeout'", "greater than or equal to 1",
           "Try 'tlab sweep --help' for help."]),
     case("timeout-inf", [*SWEEP, "--timeout", "inf"],
-         ["Invalid value for '--timeout'", "must be a finite number of seconds"]),
+         ["Invalid value for '--timeout'", "less than or equal to 3600"]),
     case("compile-timeout-nan", [*SWEEP, "--compile-timeout", "nan"],
          ["Invalid value for '--compile-timeout'"]),
     case("rep-ms-zero", [*SWEEP, "--rep-ms", "0"],
@@ -223,9 +267,10 @@ CASES = [
          ["--backend 'slurm'", "local and ray"]),
     case("first-rep-ms-negative", [*SWEEP, "--first-rep-ms", "-1"],
          ["Invalid value for '--first-rep-ms'"]),
-    case("default-config-pruned", [*SWEEP, "--dtype", "fp32", "--sizes", "8x65536",
-                                   "--space", "default"],
-         ["no config of the space can run softmax fp32 8x65536", "register spills"]),
+    case("every-config-pruned", [*SWEEP, "--dtype", "fp32", "--sizes", "8x65536",
+                                 "--space", "{tmp}/space.json"],
+         ["no config of the space can run softmax fp32 8x65536", "register spills"],
+         _space('{"num_warps": [1, 4], "SPLIT": [1], "TILES": [1]}')),
     case("interpreter-shape-too-big", [*SWEEP, "--dtype", "fp32", "--shapes", "8192x256"],
          ["softmax fp32 8192x256 is too big for Triton's interpreter", "about",
           "; try ", "x256, or run it on a GPU"]),
@@ -239,6 +284,59 @@ CASES = [
                        "{tmp}/plots"]),
           ("check", ["check", "--root", "{tmp}", "--interpret"]),
           ("export", ["export", "softmax", "--root", "{tmp}", "--out", "{tmp}/exported"]),
+          ("targets", ["targets", "--root", "{tmp}"]),
+      ]],
+    # options that contradict each other, or budgets no one means
+    case("ray-address-with-local-backend", [*SWEEP, "--ray-address", "127.0.0.1:6379"],
+         ["--ray-address 127.0.0.1:6379 is for --backend ray", "nothing would use it"]),
+    case("confirm-rep-ms-without-confirmations",
+         [*SWEEP, "--confirm", "0", "--confirm-rep-ms", "50"],
+         ["--confirm-rep-ms 50 times the confirmations", "--confirm 0 turns them off"]),
+    case("first-rep-ms-above-rep-ms", [*SWEEP, "--first-rep-ms", "200", "--rep-ms", "100"],
+         ["--first-rep-ms 200 is above --rep-ms 100", "ranks the configs"]),
+    case("rep-ms-absurd", [*SWEEP, "--rep-ms", "1000000000000"],
+         ["Invalid value for '--rep-ms'", "less than or equal to 10000"]),
+    case("first-rep-ms-absurd", [*SWEEP, "--first-rep-ms", "20000"],
+         ["Invalid value for '--first-rep-ms'", "less than or equal to 10000"]),
+    case("confirm-rep-ms-absurd", [*SWEEP, "--confirm-rep-ms", "20000"],
+         ["Invalid value for '--confirm-rep-ms'", "less than or equal to 10000"]),
+    case("timeout-absurd", [*SWEEP, "--timeout", "1e9"],
+         ["Invalid value for '--timeout'", "less than or equal to 3600"]),
+    case("compile-timeout-absurd", [*SWEEP, "--compile-timeout", "1e9"],
+         ["Invalid value for '--compile-timeout'", "less than or equal to 3600"]),
+    case("calibrate-rep-ms-absurd", ["calibrate", "--root", "{tmp}", "--rep-ms", "99999999"],
+         ["Invalid value for '--rep-ms'", "less than or equal to 10000"]),
+    case("ray-address-unreachable",
+         [*SWEEP, "--dtype", "fp32", "--sizes", "37x129", "--backend", "ray", "--ray-address",
+          "127.0.0.1:1"],
+         ["--ray-address 127.0.0.1:1: no Ray cluster answers there within", "ray start --head"]),
+    case("ray-address-not-host-port", [*SWEEP, "--backend", "ray", "--ray-address", "headnode"],
+         ["--ray-address 'headnode'", "HOST:PORT"]),
+    case("compare-one-gpu-twice",
+         ["compare", "fixture-gpu", "{tmp}/results/fixture-gpu", "--root", "{tmp}", "--out",
+          "{tmp}/plots"],
+         ["compare got the results folder", "twice", "fixture-gpu"], _softmax_results),
+    case("explain-dtype-the-kernel-refuses",
+         ["explain", "matmul", "--shape", "64x64x64", "--dtype", "fp8e4m3"],
+         ["matmul does not support fp8e4m3: it takes fp32, fp16, bf16"]),
+    case("explain-shape-of-zeros", ["explain", "matmul", "--shape", "0x0x0"],
+         ["--shape '0x0x0'", "sizes must be positive integers"]),
+    case("explain-config-outside-the-space",
+         ["explain", "matmul", "--shape", "4096x4096x4096", "--root", "{tmp}"],
+         ["matmul.csv' line 2: config", "BLOCK_M=96", "outside the matmul space",
+          "BLOCK_M=96 is not one of"], _h200_matmul_config_outside_the_space),
+    case("export-config-outside-the-space",
+         ["export", "matmul", "--root", "{tmp}", "--out", "{tmp}/exported"],
+         ["matmul.csv' line 2: config", "BLOCK_M=96", "outside the matmul space"],
+         _h200_matmul_config_outside_the_space),
+    # a NaN time in a results file: refused as damage wherever it is read, naming the line
+    *[case(f"nan-time-{name}", args, ["softmax.csv' line 3: p50_ms is nan: not a measurement"],
+           _nan_time)
+      for name, args in [
+          ("sweep", [*SWEEP, "--dtype", "fp32", "--sizes", "64x129"]),
+          ("plot", ["plot", "--root", "{tmp}", "--out", "{tmp}/plots"]),
+          ("report", ["report", "--root", "{tmp}", "--out", "{tmp}/plots"]),
+          ("check", ["check", "--root", "{tmp}", "--interpret"]),
           ("targets", ["targets", "--root", "{tmp}"]),
       ]],
     # commands and arguments

@@ -134,7 +134,8 @@ def test_a_narrowed_space_keeps_the_kernels_constraints_and_added_parameters(tmp
 
     only_default = load_space(SPEC.space, "default")
     assert list(only_default) == [SPEC.space.default]
-    assert only_default.constraints == SPEC.space.constraints
+    # the kernel's constraints first, then the one that keeps the untuned config per shape
+    assert only_default.constraints[:-1] == SPEC.space.constraints
     assert only_default.added == SPEC.space.added  # PER_SM=0 and SPLIT=1 are default values
     path = tmp_path / "space.json"
     path.write_text('{"SPLIT": [4, 8], "num_warps": [4]}')
@@ -143,3 +144,36 @@ def test_a_narrowed_space_keeps_the_kernels_constraints_and_added_parameters(tmp
     assert splits.constraints == SPEC.space.constraints
     assert splits.added == {"PER_SM": 0, "TILES": 1, "KEEP_LAST": 0}  # SPLIT=1 is not a value
     assert splits.default["SPLIT"] == 4  # the kernel's default (SPLIT=1) is outside it
+
+
+def test_the_untuned_config_is_the_default_or_the_nearest_config_left_at_the_shape():
+    """Where a constraint prunes the default (softmax rows wider than one program holds),
+    the untuned config is the config left there that changes fewest parameters, by the
+    fewest steps; elsewhere it is the default itself."""
+    from tritonbench_lab.space import HOPPER, Space
+
+    def fits(config, sizes, elem_bytes, limits):
+        return "too wide" if config["W"] * 4 < sizes["n"] else None
+
+    space = Space(params={"W": (1, 2, 4, 8), "S": (1, 2)}, constraints=(fits,),
+                  default={"W": 1, "S": 2})
+    assert space.default_at({"n": 4}, 4, HOPPER) == {"W": 1, "S": 2}
+    assert space.default_at({"n": 16}, 4, HOPPER) == {"W": 4, "S": 2}  # not W=8: nearer
+    assert space.default_at({"n": 64}, 4, HOPPER) is None  # nothing left: no untuned config
+
+
+def test_space_default_sweeps_the_untuned_config_of_each_shape():
+    """`--space default` over shapes whose untuned configs differ: each shape gets its own and
+    no other (the others are pruned there, saying which is the one)."""
+    from tritonbench_lab.kernels.softmax import SPEC
+    from tritonbench_lab.space import HOPPER, load_space
+
+    narrow, wide = {"rows": 64, "cols": 1000}, {"rows": 2, "cols": 131072}
+    space = load_space(SPEC.space, "default", [(narrow, 4), (wide, 4)], HOPPER)
+    assert len(list(space)) == 2
+    for sizes in (narrow, wide):
+        kept, pruned = space.prune(sizes, 4, HOPPER)
+        assert kept == [SPEC.space.default_at(sizes, 4, HOPPER)]
+        assert len(pruned) == 1
+    assert space.prune(narrow, 4, HOPPER)[0] == [SPEC.space.default]
+    assert SPEC.space.why_pruned(SPEC.space.default, wide, 4, HOPPER)  # hence another there

@@ -179,3 +179,82 @@ def test_the_command_changes_no_file_when_one_of_them_is_bad(results, tmp_path):
     assert done.stderr.startswith("tlab: error: ") and "not a results file" in done.stderr
     assert results.read_bytes() == before
     assert not archive_path(results).exists()
+
+
+def _older_layout(path, dropped=("host_ms",)):
+    """Rewrite a results file as tlab wrote it before the `dropped` columns (added last)."""
+    from tritonbench_lab.data.records import COLUMNS
+
+    width = len(COLUMNS) - len(dropped)
+    assert COLUMNS[width:] == tuple(dropped)
+    lines = [",".join(line.split(",")[:width]) + "\n" for line in lines_of(path)]
+    path.write_text("".join(lines))
+    return lines
+
+
+def test_a_dry_run_counts_a_file_of_an_older_layout_and_touches_nothing(results):
+    current = archive_results(results, "new", dry_run=True)
+    _older_layout(results)
+    before = (results.read_bytes(), os.stat(results).st_mtime_ns)
+    done = archive_results(results, "new", dry_run=True)
+    assert (done.moved, done.kept, done.held) == (current.moved, current.kept, current.held)
+    assert (results.read_bytes(), os.stat(results).st_mtime_ns) == before
+    assert not archive_path(results).parent.exists()
+
+
+def test_archiving_a_file_of_an_older_layout_upgrades_it_and_moves_rows_line_for_line(results):
+    """The rows leave and stay under today's header, the added cells empty, as a sweep's
+    append would have upgraded the file: every row is kept, in one of the two files."""
+    from tritonbench_lab.data.records import COLUMNS
+
+    records = load_records(results)
+    older = _older_layout(results)
+    assert load_records(results) == records  # host_ms reads as empty
+    done = archive_results(results, "new")
+    assert done.moved == 2
+    moved, kept = lines_of(archive_path(results)), lines_of(results)
+    assert moved[0] == kept[0] == ",".join(COLUMNS) + "\n"
+    # Each row is its old line with host_ms's empty cell at the end, in one file or the other.
+    assert sorted(moved[1:] + kept[1:]) == sorted(line[:-1] + ",\n" for line in older[1:])
+    assert sorted(map(repr, load_records(results) + pd_records(archive_path(results)))) == \
+        sorted(map(repr, records))
+
+
+def test_a_file_of_an_older_layout_with_nothing_to_move_is_left_as_it_is(results):
+    """Against source "old", only the "new" rows could move, and 64x1024's winner needs them:
+    nothing moves, so the file is not rewritten (its layout is upgraded by the next append)."""
+    _older_layout(results)
+    before = (results.read_bytes(), os.stat(results).st_mtime_ns)
+    done = archive_results(results, "old")
+    assert (done.moved, done.held) == (0, 2)
+    assert (results.read_bytes(), os.stat(results).st_mtime_ns) == before
+
+
+def pd_records(path):
+    """The rows of an archive, read back as Records (gzip'd CSV under the results header)."""
+    from tritonbench_lab.data.store import load_records as load
+
+    plain = path.with_suffix("")
+    plain.write_text("".join(lines_of(path)))
+    try:
+        return load(plain)
+    finally:
+        plain.unlink()
+
+
+def test_a_dry_run_of_the_committed_results_refuses_none_of_them(tmp_path):
+    """The committed results of some GPUs predate a column (host_ms): `tlab archive --dry-run`
+    on them counts and writes nothing."""
+    import shutil
+
+    from helpers.paths import REPO
+
+    shutil.copytree(REPO / "results", tmp_path / "results")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-m", "tritonbench_lab", "archive", "--dry-run",
+                           "--root", str(tmp_path)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "would move" in done.stdout
+    assert subprocess.run(["diff", "-r", str(REPO / "results"), str(tmp_path / "results")],
+                          capture_output=True).returncode == 0

@@ -271,3 +271,36 @@ def test_parse_config_text_round_trips_every_config_of_a_space():
 
     for config in SPACE:
         assert parse_config_text(config_text(config)) == config
+
+
+MEASURED = ["p20_ms", "p50_ms", "p80_ms", "throughput", "compile_s", "host_ms"]
+
+
+@pytest.mark.parametrize("text", ["nan", "-1.5", "inf", "-inf", "NaN"])
+@pytest.mark.parametrize("column", MEASURED)
+def test_a_time_or_rate_that_is_nan_infinite_or_negative_is_damage(column, text):
+    row = as_dict(make_record())
+    row[column] = text
+    with pytest.raises(ValueError, match=rf"^{column} is {text}: not a measurement"):
+        from_csv_row(row)
+
+
+def test_max_abs_error_may_be_infinite_but_never_nan_or_negative():
+    row = as_dict(make_record(status="wrong_result"))
+    row["max_abs_error"] = "inf"  # outputs that held NaN or inf (verify.py)
+    assert from_csv_row(row).max_abs_error == float("inf")
+    for text in ("nan", "-0.5"):
+        row["max_abs_error"] = text
+        with pytest.raises(ValueError, match=f"max_abs_error is {text}"):
+            from_csv_row(row)
+
+
+@pytest.mark.parametrize("column", ["p50_ms", "speedup", "op_host_ms"])
+def test_a_winner_with_a_nan_or_negative_number_is_never_written(column):
+    from helpers.fixture_results import winner
+
+    good = dataclasses.replace(winner("64x64x64", "BLOCK_M=32"), speedup=1.5, op_host_ms=0.01)
+    assert to_cells(good)  # the row as it should be
+    for value in (float("nan"), -1.0):
+        with pytest.raises(ValueError, match=f"{column} is {value!r}: not a measurement"):
+            to_cells(dataclasses.replace(good, **{column: value}))

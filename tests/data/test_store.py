@@ -334,3 +334,30 @@ def test_a_header_missing_a_column_that_was_never_added_later_is_refused(path):
     path.write_text(",".join(c for c in COLUMNS if c != "seed") + "\n")
     with pytest.raises(TlabError, match="missing: seed"):
         load_records(path)
+
+
+def _with_cell(path, line: int, column: str, text: str) -> None:
+    """Set one cell of a CSV file as a damaged file (or a bug) would hold it."""
+    rows = list(csv.reader(io.StringIO(path.read_text())))
+    rows[line - 1][rows[0].index(column)] = text
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    path.write_text(buffer.getvalue())
+
+
+@pytest.mark.parametrize("column, text", [("p50_ms", "nan"), ("p20_ms", "-0.25"),
+                                          ("throughput", "nan"), ("p80_ms", "inf")])
+def test_a_nan_or_negative_time_is_refused_naming_the_file_and_line(path, column, text):
+    append_rows(path, [row(config="BLOCK=128"), row(config="BLOCK=1024", p50=0.5)])
+    _with_cell(path, 3, column, text)
+    with pytest.raises(TlabError, match=rf"planted.csv' line 3: {column} is {text}: not a "
+                                        "measurement"):
+        winners_from_files(path)  # what a sweep reads before it writes configs
+
+
+def test_a_nan_in_a_configs_file_is_refused_naming_it(tmp_path):
+    path = tmp_path / "matmul.csv"
+    write_winners(path, [winner("64x64x64", "BLOCK_M=32", op_p50_ms=2.0)])
+    _with_cell(path, 2, "op_p50_ms", "nan")
+    with pytest.raises(TlabError, match=r"matmul.csv' line 2: op_p50_ms is nan"):
+        load_winners(path)

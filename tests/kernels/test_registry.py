@@ -129,3 +129,36 @@ def test_missing_kernel_module(tmp_path):
     (tmp_path / "notes.txt").write_text("x = 1\n")
     with pytest.raises(TlabError, match="notes.txt' is not a .py file"):
         load_kernel_module(tmp_path / "notes.txt")
+
+
+# Shapes each kernel takes beyond its default and small ones, at the edges of what it takes.
+EDGE_SHAPES = {"softmax": ((2, 131072), (1, 1 << 24), (8, 65536))}
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_each_kernels_untuned_config_runs_at_every_shape_it_takes(name, tmp_path):
+    """What tlab runs untuned (`--space default`, `tuned.lookup` with nothing tuned) is never
+    a config the space prunes, at any default, small or edge shape and dtype, in Triton's
+    interpreter and on Hopper."""
+    import warnings
+
+    from tritonbench_lab.measure.env import INTERPRETER, device_limits
+    from tritonbench_lab.spec import dtype_name
+    from tritonbench_lab.tuned import lookup
+
+    spec = get_spec(name)
+    shapes = [*spec.default_shapes, *spec.small_shapes,
+              *(spec.shape(*sizes) for sizes in EDGE_SHAPES.get(name, ()))]
+    for limits in (device_limits(INTERPRETER), HOPPER):
+        for shape in shapes:
+            spec.check_shape(shape)
+            for dtype in spec.dtypes:
+                config = spec.untuned_config(shape, dtype, limits)
+                assert spec.space.outside(config) is None
+                why = spec.space.why_pruned(config, dict(shape.dims), dtype.itemsize, limits)
+                assert why is None, f"{name} {dtype_name(dtype)} {shape}: {why}"
+    shape, dtype = shapes[-1], spec.dtypes[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "no configs file": the point here
+        untuned = lookup(name, dtype, gpu="no-such-gpu", directory=tmp_path, **dict(shape.dims))
+    assert untuned == spec.untuned_config(shape, dtype)

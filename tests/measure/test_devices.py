@@ -262,3 +262,32 @@ def test_the_command_line_spreads_a_searched_first_pass_over_two_stand_ins(tmp_p
     assert {r.config for r in rows if r.confirmed and r.provider == "triton"} <= picks
     assert any(r.confirmed for r in rows)
     assert {r.device for r in rows} <= {"cpu:0", "cpu:1"}
+
+
+def test_a_ray_address_where_nothing_answers_is_refused_within_the_timeout(monkeypatch):
+    """ray.init() retries such an address for minutes; the sweep is refused first, in one
+    line, whether the connection is refused at once or never answered."""
+    import socket
+    import time
+
+    from tritonbench_lab.measure import raydevices
+
+    with socket.socket() as probe:  # a port nothing listens on: bound, then closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(TlabError, match=rf"--ray-address 127.0.0.1:{port}: no Ray cluster "
+                                        r"answers there within 5 s"):
+        raydevices.check_address(f"127.0.0.1:{port}")
+    assert time.monotonic() - started < raydevices.RAY_CONNECT_TIMEOUT_S
+    asked = []
+
+    def silent(address, timeout):  # a host that never answers: the connect times out
+        asked.append((address, timeout))
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", silent)
+    with pytest.raises(TlabError, match=r"within 5 s \(timed out\)"):
+        raydevices.check_address("ray://head.example:10001")
+    assert asked == [(("head.example", 10001), raydevices.RAY_CONNECT_TIMEOUT_S)]
+    raydevices.check_address("auto")  # a word ray.init takes: no host to ask

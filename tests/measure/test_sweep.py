@@ -526,3 +526,24 @@ def test_the_source_hash_is_the_same_on_every_python():
     assert "docstring" not in dump and "comment" not in dump and "type_params" not in dump
     assert _code_dump(ast.parse(_SNIPPET.replace("# a comment: not code", ""))) == dump
     assert hashlib.sha256(dump.encode()).hexdigest()[:16] == "917a31f843717cb6"
+
+
+@pytest.mark.parametrize("times", [(float("nan"),) * 3, (0.1, -0.2, 0.3)])
+def test_a_time_that_is_not_a_time_becomes_a_crash_row_never_a_number(times, tmp_path):
+    """A timer bug (NaN, a negative median) is not a measurement: the attempt is kept as a
+    crash row saying so, with no times, and the row reads back."""
+    import torch
+
+    from tritonbench_lab.data.records import CRASH
+    from tritonbench_lab.data.store import append_rows
+    from tritonbench_lab.kernels.softmax import SPEC
+    from tritonbench_lab.measure.sweep import make_record
+    from tritonbench_lab.measure.worker import Outcome, Task
+
+    request = request_for(SPEC, [torch.float32], [SPEC.shape(37, 129)], tmp_path)
+    task = Task("softmax", TRITON, (37, 129), "fp32", dict(SPEC.space.default))
+    made = make_record(request, "run", task, Outcome(OK, "", 0.0, *times, compile_s=0.1))
+    assert made.status == CRASH and "not a time" in made.error
+    assert (made.p20_ms, made.p50_ms, made.p80_ms, made.throughput) == (None,) * 4
+    append_rows(tmp_path / "rows.csv", [made])
+    assert load_records(tmp_path / "rows.csv") == [made]

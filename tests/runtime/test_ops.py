@@ -234,6 +234,23 @@ def test_explain_command_says_what_ops_would_call(configs):
     assert result.exit_code != 0
 
 
+def test_explain_at_a_shape_the_kernel_refuses_says_the_op_and_why(configs):
+    """ops calls the PyTorch op where the kernel's check_shape refuses a shape, whatever is
+    tuned near it: explain says so (a size of 0 is refused as bad input: test_bad_input)."""
+    from typer.testing import CliRunner
+
+    from tritonbench_lab.cli import app
+
+    write_winners(configs / SLUG / "matmul.csv", [winner("32768x65536x32768", A, dtype="fp32",
+                                                         p50_ms=1.0, op_p50_ms=2.0)])
+    tuned.clear_cache()
+    result = CliRunner().invoke(app, ["explain", "matmul", "--shape", "32768x65536x65536",
+                                      "--dtype", "fp32", "--gpu-name", SLUG])
+    assert result.exit_code == 0, result.output
+    assert ("the PyTorch op (tlab's kernel does not take the shape: matmul operands must each "
+            "have fewer than 2^31 elements") in " ".join(result.output.split())
+
+
 @pytest.mark.gpu
 def test_ops_are_capturable_in_a_cuda_graph(configs, device):
     write_winners(configs / SLUG / "softmax.csv", [winner(

@@ -18,14 +18,15 @@ from tritonbench_lab.data.records import Ceiling
 from tritonbench_lab.data.store import check_appendable
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measure.env import choose_backend, cuda_available, fingerprint
-from tritonbench_lab.measure.timing import BenchOptions
+from tritonbench_lab.measure.timing import MAX_REP_MS, BenchOptions
 
 
 def calibrate(
     root: Root = Path("."),
     dtype: Dtypes = None,
     rep_ms: Annotated[int, typer.Option(
-        "--rep-ms", min=1, help="do_bench's timing budget per measurement, in ms.")] = 200,
+        "--rep-ms", min=1, max=MAX_REP_MS,
+        help="do_bench's timing budget per measurement, in ms.")] = 200,
     old_out: OldOut = None,
 ) -> None:
     """Measure the copy bandwidth of this GPU (a 4 GiB copy, and copies of 16 MiB to 2 GiB

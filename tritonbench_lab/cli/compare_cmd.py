@@ -11,7 +11,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tritonbench_lab.cli.options import Dtypes, Kernels, Root, known_dtypes, split_list
+from tritonbench_lab.cli.options import (
+    GENERATED,
+    Dtypes,
+    Kernels,
+    Root,
+    known_dtypes,
+    split_list,
+)
 from tritonbench_lab.cli.tables import print_table
 from tritonbench_lab.data.layout import locate
 from tritonbench_lab.data.records import parse_config_text
@@ -26,7 +33,8 @@ def compare(
     kernel: Kernels = None,
     dtype: Dtypes = None,
     out: Annotated[Path, typer.Option(
-        "--out", help="Folder the pictures go under (in <out>/compare/).")] = Path("plots"),
+        "--out", help="Folder the pictures go under (in <out>/compare/; git ignores the "
+        "default, `make plots` writes the committed plots/).")] = GENERATED,
     root: Root = Path("."),
 ) -> None:
     """Compare tuned winners across GPUs: throughput, % of each GPU's own ceiling, and how
@@ -39,7 +47,7 @@ def compare(
 
     if len(targets) < 2:
         raise TlabError("compare needs at least two results folders or GPU slugs")
-    folders = [locate(t, root) for t in targets]
+    folders = _distinct_folders(targets, root)
     # Every refusal before any output.
     comparisons, notes = run_compare(folders, split_list(kernel), known_dtypes(dtype))
     console = Console()
@@ -70,6 +78,20 @@ def compare(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         console.print(f"table: {path}", soft_wrap=True, markup=False)
+
+
+def _distinct_folders(targets: list[str], root: Path) -> list[Path]:
+    """Each target's results folder (layout.locate); one folder named twice, as a slug or a
+    path, would compare a GPU with itself."""
+    folders, seen = [], {}
+    for target in targets:
+        folder = locate(target, root)
+        if folder.resolve() in seen:
+            raise TlabError(f"compare got the results folder {str(folder)!r} twice "
+                            f"({seen[folder.resolve()]!r} and {target!r}): name different GPUs")
+        seen[folder.resolve()] = target
+        folders.append(folder)
+    return folders
 
 
 def comparison_table(comparison) -> Table:

@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from tritonbench_lab.cli.options import Dtypes, KernelModules, KernelName, known_dtypes, own_kernels
+from tritonbench_lab.cli.options import (
+    Dtypes,
+    KernelModules,
+    KernelName,
+    configs_in_space,
+    kernel_dtypes,
+    own_kernels,
+)
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.portability import CARRIED
 from tritonbench_lab.errors import TlabError
@@ -42,14 +49,10 @@ def explain(
     from tritonbench_lab.ops import explain as explain_choice
 
     spec = get_spec(kernel)
-    try:
-        sizes = shape_sizes(shape)
-    except ValueError as err:
-        raise TlabError(f"--shape {shape!r}: {err}") from None
-    if len(sizes) != len(spec.dims):
-        raise TlabError(f"--shape {shape!r}: {kernel} shapes have {len(spec.dims)} sizes "
-                        f"({'x'.join(spec.dims)})")
+    sizes, refused = _sizes(spec, shape)
+    dtypes = kernel_dtypes(spec, dtype)
     folder = Layout(root).configs if root is not None else config_dir(kernel)
+    configs_in_space(spec, sorted(folder.glob(f"*/{kernel}.csv")))
     # A GPU's own configs, or (data/portability.py) another GPU's trusted there.
     found = sorted({p.parent.name for p in folder.glob(f"*/{kernel}.csv")}
                    | {p.parent.parent.name for p in folder.glob(f"*/{CARRIED}/*.csv")})
@@ -61,7 +64,11 @@ def explain(
     gpus = [gpu_name] if gpu_name else found
     print(f"tritonbench_lab.ops at {kernel} {shape} (configs: {folder})")
     for gpu in gpus:
-        for name in known_dtypes(dtype) or _dtype_names(spec):
+        for name in dtypes:
+            if refused:  # ops calls the op where the kernel's check_shape refuses the shape
+                print(f"  {gpu} {name}: the PyTorch op (tlab's kernel does not take the shape: "
+                      f"{refused})")
+                continue
             choice = explain_choice(kernel, name, sizes, gpu=gpu, directory=folder)
             config = " ".join(f"{k}={v}" for k, v in (choice.config or {}).items())
             calls = f"tlab's kernel, {config}" if choice.uses_triton else "the PyTorch op"
@@ -71,11 +78,23 @@ def explain(
             print(f"  {gpu} {name}: {calls} ({choice.reason})")
 
 
-def _dtype_names(spec) -> list[str]:
-    # late: `tlab --help` imports no torch
-    from tritonbench_lab.spec import dtype_name
-
-    return [dtype_name(d) for d in spec.dtypes]
+def _sizes(spec, shape: str) -> tuple[tuple[int, ...], str | None]:
+    """--shape as sizes in the kernel's dims order, each positive; and why the kernel's own
+    check refuses the shape (None when it takes it)."""
+    try:
+        sizes = shape_sizes(shape)
+    except ValueError as err:
+        raise TlabError(f"--shape {shape!r}: {err}") from None
+    if len(sizes) != len(spec.dims):
+        raise TlabError(f"--shape {shape!r}: {spec.name} shapes have {len(spec.dims)} sizes "
+                        f"({'x'.join(spec.dims)})")
+    if min(sizes) < 1:
+        raise TlabError(f"--shape {shape!r}: sizes must be positive integers")
+    try:
+        spec.check_shape(spec.shape(*sizes))
+    except TlabError as err:
+        return sizes, str(err)
+    return sizes, None
 
 
 def register(app: typer.Typer) -> None:

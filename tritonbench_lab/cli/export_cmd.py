@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from tritonbench_lab.cli.options import KernelModules, KernelName, Root, own_kernels
+from tritonbench_lab.cli.options import KernelModules, KernelName, Root, configs_in_space, own_kernels
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.views.export import write_export
 
@@ -37,6 +37,7 @@ def export(
     from tritonbench_lab.kernels import get_spec  # late: `tlab --help` imports no torch
 
     spec = get_spec(kernel)
+    configs_in_space(spec, Layout(root).config_files([kernel]))  # before anything is written
     dims = tuple(spec.dims)
     for path in write_export(Layout(root), kernel, format.value, out, dims,
                              tuple(spec.autotune_key or dims)):

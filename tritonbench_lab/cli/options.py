@@ -1,7 +1,9 @@
 """Options shared by the commands, declared once, so a word means one thing everywhere:
 
     --root        folder holding results/ and configs/ (read or written)
-    --out         folder for generated files only (pictures, REPORT.md, exports)
+    --out         folder for generated files only (pictures, REPORT.md, exports); pictures,
+                  reports and comparisons default to GENERATED, which git ignores (the
+                  committed plots/ is written by `make plots` alone)
     --gpu-name    a GPU by name (its slug, e.g. nvidia-h200), or its results folder
     --interpret/--gpu   where kernels run: Triton's CPU interpreter or the GPU
     --dtype       fp32, fp16, bf16, fp8e4m3, fp8e5m2 (each kernel takes some): comma-separated
@@ -14,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -21,8 +24,13 @@ import typer
 
 from tritonbench_lab.data.project import kernel_modules as kernel_modules_in
 from tritonbench_lab.data.records import DTYPE_NAMES, dtype_name_of
+from tritonbench_lab.data.store import load_winners
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measure.env import choose_backend
+
+# Where `tlab plot`, `report` and `compare` write by default: a folder git ignores, so that
+# looking at results never leaves the committed plots/ stale (`make plots` writes those).
+GENERATED = Path("build/plots")
 
 
 def complete_kernels(incomplete: str) -> list[str]:
@@ -143,3 +151,29 @@ def known_dtypes(values: list[str] | None) -> list[str] | None:
         if dtype_name_of(name) is None:
             raise TlabError(f"unknown dtype {name!r}: accepted are {', '.join(DTYPE_NAMES)}")
     return list(dict.fromkeys(dtype_name_of(n) for n in names))
+
+
+def configs_in_space(spec, paths: Iterable[Path]) -> None:
+    """Refuse, in one line naming the file and line, a configs row whose config is not a
+    point of the kernel's space (a hand edit, a file of another tlab): explain and export
+    would pass it on as tuned. `tlab check` lists every such row."""
+    for path in paths:
+        for line, winner in enumerate(load_winners(path), start=2):  # line 1: the header
+            why = spec.config_outside(winner.config)
+            if why:
+                raise TlabError(f"{str(path)!r} line {line}: config {winner.config!r} is "
+                                f"outside the {spec.name} space: {why} (`tlab check` lists "
+                                "every such row)")
+
+
+def kernel_dtypes(spec, values: list[str] | None) -> list[str]:
+    """--dtype for a command about one kernel: names checked, each one the kernel takes;
+    none given: all it takes."""
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.spec import dtype_name
+
+    takes = [dtype_name(d) for d in spec.dtypes]
+    for name in known_dtypes(values) or takes:
+        if name not in takes:
+            raise TlabError(f"{spec.name} does not support {name}: it takes {', '.join(takes)}")
+    return known_dtypes(values) or takes

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from tritonbench_lab.cli.options import (
+    GENERATED,
     Dtypes,
     GpuName,
     KernelModules,
@@ -22,7 +23,8 @@ from tritonbench_lab.cli.options import (
 from tritonbench_lab.errors import TlabError
 
 Out = Annotated[Path, typer.Option(
-    "--out", help="Folder that receives <gpu>/ with the pictures and REPORT.md.")]
+    "--out", help="Folder that receives <gpu>/ with the pictures and REPORT.md (git ignores "
+    "the default; `make plots` writes the committed plots/).")]
 Formats = Annotated[list[str] | None, typer.Option(
     "--format", help="Picture formats: svg, png (comma-separated or repeated).",
     show_default="svg")]
@@ -40,7 +42,7 @@ def _formats(values: list[str] | None) -> tuple[str, ...]:
 
 
 def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
-         out: Out = Path("plots"), root: Root = Path("."), format: Formats = None,
+         out: Out = GENERATED, root: Root = Path("."), format: Formats = None,
          old_gpu: OldGpu = None, kernel_module: KernelModules = None) -> None:
     """Draw throughput-vs-size and config-landscape pictures per GPU, kernel and dtype, and
     (for a whole GPU) the regret of other GPUs' configs carried there, from stored results
@@ -57,7 +59,7 @@ def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
     found = targets(root, gpu_name or old_gpu, split_list(kernel), known_dtypes(dtype), skipped)
     console = Console()
     for note in skipped:
-        console.print(note)
+        console.print(note, soft_wrap=True, markup=False, highlight=False)
     for target in found:
         for path in draw_target(target, out, formats, default_config_text(target.kernel)):
             console.print(f"wrote {path}")
@@ -69,7 +71,7 @@ def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
                 console.print(f"wrote {path}")
 
 
-def report(gpu_name: GpuName = None, out: Out = Path("plots"), root: Root = Path("."),
+def report(gpu_name: GpuName = None, out: Out = GENERATED, root: Root = Path("."),
            old_gpu: OldGpu = None, kernel_module: KernelModules = None) -> None:
     """Write <out>/<gpu>/REPORT.md: winners, baselines, speed-ups and % of ceiling per
     kernel and dtype, linking the SVG pictures of `tlab plot`."""
@@ -83,7 +85,7 @@ def report(gpu_name: GpuName = None, out: Out = Path("plots"), root: Root = Path
     found = targets(root, gpu_name or old_gpu, skipped=skipped)
     console = Console()
     for note in skipped:
-        console.print(note)
+        console.print(note, soft_wrap=True, markup=False, highlight=False)
     for path in write_reports(found, out, default_config_text):
         console.print(f"wrote {path}")
 

@@ -32,8 +32,8 @@ from tritonbench_lab.measure import children
 from tritonbench_lab.measure.devices import parse_gpus
 from tritonbench_lab.measure.env import bytecode_note
 from tritonbench_lab.measure.precompile import default_jobs
-from tritonbench_lab.measure.timing import BenchOptions
-from tritonbench_lab.measure.worker import Timeouts
+from tritonbench_lab.measure.timing import MAX_REP_MS, BenchOptions
+from tritonbench_lab.measure.worker import MAX_TIMEOUT_S, Timeouts
 from tritonbench_lab.search.strategies import parse_search
 from tritonbench_lab.space import config_legend, config_short
 
@@ -80,21 +80,21 @@ def sweep(
         "rewritten).")] = False,
     interpret: Interpret = None,
     compile_timeout: Annotated[float, typer.Option(
-        "--compile-timeout", metavar="SECONDS", min=1.0, callback=_finite,
+        "--compile-timeout", metavar="SECONDS", min=1.0, max=MAX_TIMEOUT_S, callback=_finite,
         help="Seconds a config's first call "
         "(compile and one run) may take before it is a timeout row and its worker is "
         "restarted.")] = 120.0,
     timeout: Annotated[float, typer.Option(
-        "--timeout", metavar="SECONDS", min=1.0, callback=_finite,
+        "--timeout", metavar="SECONDS", min=1.0, max=MAX_TIMEOUT_S, callback=_finite,
         help="Seconds a config's verification and "
         "timing may take before it is a timeout row and its worker is restarted.")] = 60.0,
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random inputs.")] = 0,
     rep_ms: Annotated[int, typer.Option(
-        "--rep-ms", metavar="MS", min=1,
+        "--rep-ms", metavar="MS", min=1, max=MAX_REP_MS,
         help="do_bench's full timing budget, in milliseconds (its warm-up: the same, at most "
         "25): for the baselines and for the contenders of the first pass.")] = 100,
     first_rep_ms: Annotated[int | None, typer.Option(
-        "--first-rep-ms", metavar="MS", min=0,
+        "--first-rep-ms", metavar="MS", min=0, max=MAX_REP_MS,
         help="Budget of the first pass, which times every config only to rank them (no "
         "warm-up beyond the calls that size its timing); the configs whose time could "
         "plausibly beat the leader's (given the noise measured; at most eight) are then "
@@ -122,7 +122,7 @@ def sweep(
         help="The Ray cluster to join (as `ray start --head` printed it); default: a local "
         "Ray instance.", show_default=False)] = None,
     confirm_rep_ms: Annotated[int | None, typer.Option(
-        "--confirm-rep-ms", metavar="MS", min=1,
+        "--confirm-rep-ms", metavar="MS", min=1, max=MAX_REP_MS,
         help="do_bench's budget for the confirmations, which choose the winners; a short "
         "--rep-ms then only ranks the space. Default: --rep-ms.", show_default=False)] = None,
     confirm: Annotated[int, typer.Option(
@@ -172,8 +172,7 @@ def sweep(
     # A user's kernel keeps the contract, checked before anything reads its shapes or costs.
     check_user_kernels(prepare(interpret, kernel_module, old_out or root), only=[kernel])
     strategy, budget = parse_search(search)
-    if backend not in ("local", "ray"):
-        raise TlabError(f"--backend {backend!r}: accepted are local and ray")
+    _refuse_contradictions(backend, ray_address, rep_ms, first_rep_ms, confirm, confirm_rep_ms)
     request = build_request(
         kernel, dtypes=dtype, sizes=sizes,
         shapes=shapes, space=space, root=old_out or root, interpret=interpret, fresh=fresh,
@@ -211,6 +210,24 @@ def sweep(
         print(f"tlab: no correct config at {len(failed)} of {len(result.shapes)} shape(s): "
               f"{where} (the summary above says why)", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def _refuse_contradictions(backend: str, ray_address: str | None, rep_ms: int,
+                           first_rep_ms: int | None, confirm: int,
+                           confirm_rep_ms: int | None) -> None:
+    """Options that contradict each other, so that one of them would be silently ignored."""
+    if backend not in ("local", "ray"):
+        raise TlabError(f"--backend {backend!r}: accepted are local and ray")
+    if ray_address is not None and backend != "ray":
+        raise TlabError(f"--ray-address {ray_address} is for --backend ray; with --backend "
+                        f"{backend} nothing would use it")
+    if confirm == 0 and confirm_rep_ms is not None:
+        raise TlabError(f"--confirm-rep-ms {confirm_rep_ms} times the confirmations, and "
+                        "--confirm 0 turns them off: drop one of the two")
+    if first_rep_ms is not None and first_rep_ms > rep_ms:
+        raise TlabError(f"--first-rep-ms {first_rep_ms} is above --rep-ms {rep_ms}: the first "
+                        "pass only ranks the configs, on a shorter budget than the full one "
+                        "(0: no first pass)")
 
 
 def _nothing_measured_yet(root: Path, kernel: str) -> bool:
@@ -294,8 +311,10 @@ def print_summary(result, request, console: Console) -> list:
         legend = config_legend(parse_config_text(w.config) for w in shown)
         if legend:
             console.print(legend)
-        if not ceilings:
-            console.print("No ceilings for this GPU yet: run `tlab calibrate` for % of ceiling.")
+    if request.interpret:
+        _say_what_runs_here(request, console)
+    elif shown and not ceilings:
+        console.print("No ceilings for this GPU yet: run `tlab calibrate` for % of ceiling.")
     if shown and eager:
         console.print("eager vs torch: the PyTorch op's time over the winner's, each the longer "
                       "of its GPU time and a call's host time (what code calling one op after "
@@ -325,6 +344,15 @@ def print_tallies(tallies, console: Console) -> list:
 
 def _plain(console: Console, line: str) -> None:
     console.print(line, soft_wrap=True, markup=False, highlight=False)
+
+
+def _say_what_runs_here(request, console: Console) -> None:
+    """After an interpreter sweep: what looks at its rows here (ceilings, and so `tlab
+    calibrate`, are a GPU's)."""
+    root = "" if request.root == Path(".") else f" --root {request.root}"
+    console.print(f"Pictures and a report of the interpreter's rows: `tlab plot --gpu-name "
+                  f"interpreter{root}`, `tlab report --gpu-name interpreter{root}`.",
+                  soft_wrap=True, markup=False, highlight=False)
 
 
 def _summary_table(request, ceilings: bool, eager: bool) -> Table:

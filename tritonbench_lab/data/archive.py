@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonbench_lab.data.records import SKIPPED, Record
-from tritonbench_lab.data.store import columns_of, load_records, make_folder, rewrite_in_place
+from tritonbench_lab.data.store import (
+    in_todays_layout,
+    load_records,
+    make_folder,
+    older_layout,
+    rewrite_in_place,
+)
 from tritonbench_lab.data.winners import pick_winners
 from tritonbench_lab.errors import TlabError
 
@@ -85,7 +91,8 @@ def _append_member(path: Path, header: str, lines: list[str]) -> None:
 def archive_results(results: Path, source: str, dry_run: bool = False) -> Archived:
     """Move the rows of `results` that are of a source other than `source` (the kernel's
     module today) to its archive, keeping what the module's docstring says; `dry_run` only
-    counts."""
+    counts. A file of an older layout (store.ADDED_COLUMNS) is read as it is; where rows
+    move, both files get today's layout, as a sweep's next append would have given it."""
     results = Path(results)
     target = archive_path(results)
     try:
@@ -100,21 +107,28 @@ def archive_results(results: Path, source: str, dry_run: bool = False) -> Archiv
                 lines.pop()  # a killed writer's torn row: no row (a rewrite drops it)
             if not lines:
                 return Archived(results, target, 0, 0, 0)
-            header, body = lines[0], lines[1:]
-            if next(csv.reader([header])) != list(columns_of(Record)):
-                raise TlabError(f"{str(results)!r} is not a results file of this tlab's layout "
-                                "(a sweep upgrades an older one): nothing archived")
-            records = load_records(results)  # a malformed row: one line naming it
-            if len(records) != len(body):
-                raise TlabError(f"{str(results)!r} changed while it was read: nothing archived")
-            moves = _split(records, source)
-            moved = [line for line, move in zip(body, moves, strict=True) if move]
-            kept = [line for line, move in zip(body, moves, strict=True) if not move]
+            records, moves = _read_and_split(results, lines, source)
             held = sum(r.source != source for r, move in zip(records, moves, strict=True)
                        if not move)
-            if moved and not dry_run:
-                _append_member(target, header, moved)
+            if any(moves) and not dry_run:
+                header, *body = in_todays_layout(Record, lines)
+                _append_member(target, header, [line for line, move in zip(body, moves,
+                                                                           strict=True) if move])
+                kept = [line for line, move in zip(body, moves, strict=True) if not move]
                 rewrite_in_place(handle, (header + "".join(kept)).encode("utf-8"))
-            return Archived(results, target, len(moved), len(kept), held)
+            return Archived(results, target, sum(moves), len(moves) - sum(moves), held)
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read_and_split(results: Path, lines: list[str], source: str
+                    ) -> tuple[list[Record], list[bool]]:
+    """The file's rows, and which of them move (_split); TlabError for a file that is not a
+    results file of today's layout or an older one, or that changed while it was read."""
+    if older_layout(Record, next(csv.reader(lines[:1]))) is None:
+        raise TlabError(f"{str(results)!r} is not a results file of this tlab's layout "
+                        "(results/SCHEMA.md): nothing archived")
+    records = load_records(results)  # a malformed row: one line naming it
+    if len(records) != len(lines) - 1:
+        raise TlabError(f"{str(results)!r} changed while it was read: nothing archived")
+    return records, _split(records, source)

@@ -116,8 +116,10 @@ def locate(target: str, root: Path) -> Path:
     layout = Layout(root)
     if "/" not in target and layout.gpu_results(target).is_dir():
         return layout.gpu_results(target)
+    there = [p.name for p in sorted(layout.results.glob("*")) if p.is_dir() and kernels_in(p)] \
+        if layout.results.is_dir() else []
     raise TlabError(f"no results for {target!r}: neither a folder nor a GPU under "
-                    f"{str(layout.results)!r}")
+                    f"{str(layout.results)!r} (there: {', '.join(there) or 'none'})")
 
 
 def plot_stem(out: Path, slug: str, kernel: str, dtype: str, kind: str = "") -> Path:

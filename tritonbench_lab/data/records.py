@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from dataclasses import dataclass, fields
@@ -284,20 +285,46 @@ def _kinds(cls: type) -> dict[str, tuple[type, bool]]:
     return kinds
 
 
+# The one number of a row that may be infinite: the error of outputs that held NaN or inf
+# (verify.py). Every other number of every table is a time, a rate or a ratio of them.
+MAY_BE_INFINITE = ("max_abs_error",)
+
+
+def not_a_measurement(name: str, value: float, text: str | None = None) -> str | None:
+    """Why a float cell cannot be what was measured (NaN, infinite, negative), or None. Such
+    a number is damage or a bug: read, it would reach the winners, configs, reports and the
+    gate as if it were a time, so readers refuse it and writers never write it."""
+    if value >= 0 and (value != math.inf or name in MAY_BE_INFINITE):
+        return None
+    return (f"{name} is {text if text is not None else repr(value)}: not a measurement "
+            "(times and rates are finite numbers >= 0)")
+
+
 def to_cells(row: Any) -> list[str]:
     """Cells of one row: floats with full precision (repr), None as empty, line breaks inside
     text turned into spaces, so that every row is exactly one line of its file (what lets a
-    reader drop a torn last line after a kill)."""
+    reader drop a torn last line after a kill). ValueError for a float that is not a
+    measurement (not_a_measurement)."""
     out = []
     for f in fields(row):
         value = getattr(row, f.name)
         if value is None:
             out.append("")
         elif isinstance(value, float):
+            why = not_a_measurement(f.name, value)
+            if why:
+                raise ValueError(f"{type(row).__name__} of {_row_name(row)}: {why}")
             out.append(repr(value))
         else:
             out.append(" ".join(str(value).splitlines()))
     return out
+
+
+def _row_name(row: Any) -> str:
+    """What a row is about, for an error: its kernel, provider, dtype, shape, config (or
+    name), those it has."""
+    return " ".join(str(getattr(row, n)) for n in ("kernel", "provider", "dtype", "shape",
+                                                   "config", "name") if getattr(row, n, ""))
 
 
 def from_cells(cls: type, values: dict[str, str]) -> Any:
@@ -320,10 +347,14 @@ def _convert(name: str, base: type, optional: bool):
                 raise ValueError(f"{name} is not True or False: {text!r}")
             return _BOOLS[text]
         try:
-            return base(text)
+            value = base(text)
         except ValueError:
             raise ValueError(f"{name} is not {'an integer' if base is int else 'a number'}: "
                              f"{text!r}") from None
+        why = not_a_measurement(name, value, text) if base is float else None
+        if why:
+            raise ValueError(why)
+        return value
     return convert
 
 

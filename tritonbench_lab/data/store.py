@@ -218,11 +218,18 @@ def _upgrade_layout(handle, cls: type, path: Path) -> None:
     if filled is None or not filled:
         return  # current layout (a foreign one was refused before anything ran)
     handle.seek(0)
-    reader = csv.reader(io.StringIO(handle.read().decode("utf-8")))
-    next(reader)
+    lines = handle.read().decode("utf-8").splitlines(keepends=True)
+    rewrite_in_place(handle, "".join(in_todays_layout(cls, lines)).encode())
+
+
+def in_todays_layout(cls: type, lines: list[str]) -> list[str]:
+    """The lines of a file of `cls` rows (its header first) in today's layout: under an older
+    header (ADDED_COLUMNS) each row is given the added columns' cells; else as they are."""
+    filled = older_layout(cls, next(csv.reader(lines[:1]), []))
+    if not filled:
+        return lines
     extra = list(filled.values())
-    upgraded = _line(list(columns_of(cls))) + "".join(_line(row + extra) for row in reader)
-    rewrite_in_place(handle, upgraded.encode())
+    return [_line(list(columns_of(cls)))] + [_line(row + extra) for row in csv.reader(lines[1:])]
 
 
 def rewrite_in_place(handle, data: bytes) -> None:

@@ -28,6 +28,7 @@ from tritonbench_lab.measure.env import (
     fingerprint,
     free_device_bytes,
 )
+from tritonbench_lab.measure.raydevices import check_address
 from tritonbench_lab.measure.source import source_hash
 from tritonbench_lab.measure.timing import (
     BOTH_CLOCKS_BELOW_MS,
@@ -192,11 +193,13 @@ def build_request(kernel: str, *, dtypes: list[str] | None = None, sizes: str | 
     backend = choose_backend(interpret)
     interpreting = backend == INTERPRETER
     spec = get_spec(kernel)
+    dtypes, shapes = parse_dtypes(spec, dtypes, interpreting), parse_shapes(spec, sizes, shapes,
+                                                                             interpreting)
+    limits = device_limits(backend)
+    where = [(dict(s.dims), d.itemsize) for s in shapes for d in dtypes]  # (`--space default`)
     return SweepRequest(
-        spec=spec, dtypes=parse_dtypes(spec, dtypes, interpreting),
-        shapes=parse_shapes(spec, sizes, shapes, interpreting),
-        space=load_space(spec.space, space), root=Path(root), interpret=interpreting,
-        fingerprint=fingerprint(backend), limits=device_limits(backend),
+        spec=spec, dtypes=dtypes, shapes=shapes, space=load_space(spec.space, space, where, limits),
+        root=Path(root), interpret=interpreting, fingerprint=fingerprint(backend), limits=limits,
         free_bytes=free_device_bytes(backend), **options)
 
 
@@ -303,7 +306,8 @@ def check_request(request: SweepRequest) -> None:
 
 
 def _check_options(request: SweepRequest) -> None:
-    """Shapes to sweep, a known clock (`--timing`), the kernel's own baselines."""
+    """Shapes to sweep, a known clock (`--timing`), the kernel's own baselines, a Ray
+    cluster that answers at `--ray-address`."""
     spec = request.spec
     if not request.shapes:
         raise TlabError("no shapes to sweep")
@@ -313,6 +317,8 @@ def _check_options(request: SweepRequest) -> None:
     if unknown:
         raise TlabError(f"--baselines {','.join(unknown)}: {spec.name}'s baselines are "
                         f"{', '.join(spec.baselines) or 'none'} (or all, none)")
+    if request.backend == "ray" and request.ray_address:
+        check_address(request.ray_address)  # refused within seconds, not a hang in ray.init
 
 
 def _check_dtypes(request: SweepRequest) -> None:

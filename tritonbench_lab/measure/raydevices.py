@@ -29,6 +29,33 @@ from tritonbench_lab.measure.devices import LocalDevice, visible_for
 from tritonbench_lab.measure.timing import BenchOptions
 from tritonbench_lab.measure.worker import Outcome, Task, Timeouts
 
+# How long a `--ray-address` may take to accept a connection before the sweep is refused:
+# ray.init() itself keeps retrying an address where nothing answers, for minutes.
+RAY_CONNECT_TIMEOUT_S = 5.0
+# Addresses ray.init() takes that name no host: a running local cluster, a new local instance.
+RAY_WORDS = ("auto", "local")
+
+
+def check_address(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """Refuse, within `timeout_s`, a `--ray-address` that is not HOST:PORT (or `ray://`
+    HOST:PORT, auto, local) or where nothing accepts a connection: before anything runs, in
+    one line, rather than a sweep that hangs in ray.init()."""
+    if address in RAY_WORDS:
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise TlabError(f"--ray-address {address!r}: expected HOST:PORT as `ray start --head` "
+                        f"prints it (or {' or '.join(RAY_WORDS)})")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            return
+    except OSError as err:
+        why = err.strerror or str(err) or type(err).__name__
+        raise TlabError(f"--ray-address {address}: no Ray cluster answers there within "
+                        f"{timeout_s:g} s ({why}); start one with `ray start --head`, or leave "
+                        "--ray-address out for a local Ray instance") from None
+
 
 class _DeviceHost:
     """The actor's state: a LocalDevice of the node the actor runs on."""

@@ -41,12 +41,14 @@ from pathlib import Path
 from tritonbench_lab.data.records import (
     CONFIRM,
     CONTEND,
+    CRASH,
     OK,
     SKIPPED,
     SWEEP,
     TRITON,
     Record,
     Winner,
+    not_a_measurement,
     parse_config_text,
     standing,
 )
@@ -132,8 +134,29 @@ def new_run_id() -> str:
     return now.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
 
 
+def _numbers(outcome: Outcome) -> dict[str, float | None]:
+    clocks = outcome.timed
+    return {"max_abs_error": outcome.max_abs_error, "p20_ms": outcome.p20_ms,
+            "p50_ms": outcome.p50_ms, "p80_ms": outcome.p80_ms, "compile_s": outcome.compile_s,
+            "host_ms": outcome.host_ms, "events_p50_ms": clocks and clocks.events_p50,
+            "graph_p50_ms": clocks and clocks.graph_p50}
+
+
+def measured_only(outcome: Outcome) -> Outcome:
+    """The outcome, or where a number of it is not a measurement (a timer's bug: NaN, a
+    negative or zero time; records.not_a_measurement) a crash saying so, without any
+    number: the attempt stays a row, and no such number reaches a file."""
+    for name, value in _numbers(outcome).items():
+        if value is not None and (not_a_measurement(name, value)
+                                  or (name.endswith("_ms") and value == 0)):
+            return Outcome(CRASH, f"{name} came out as {value!r}, not a time (a bug in the "
+                           "timing): no number of this attempt was kept")
+    return outcome
+
+
 def make_record(request: SweepRequest, run_id: str, task: Task, outcome: Outcome,
                 phase: str = SWEEP, device: str = "") -> Record:
+    outcome = measured_only(outcome)
     spec = request.spec
     shape = spec.shape(*task.sizes)
     timed = outcome.p50_ms is not None
@@ -348,11 +371,11 @@ def search_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
 
 
 def _search_of(run: _Run, key: tuple[str, str], configs: list[dict]):
-    """The shape's search strategy (`--search`), told the space's default when it is one of
-    `configs`; a prior search also where it starts, which it says once (events.note)."""
+    """The shape's search strategy (`--search`), told the untuned config there (of `configs`,
+    those the space leaves at the shape, the one nearest the default: Space.default_at); a
+    prior search also where it starts, which it says once (events.note)."""
     request = run.request
-    space = request.space
-    default = space.complete(space.default) if space.default else None
+    default = request.space.nearest_default(configs)  # the configs left at the shape
     prior = ()
     if request.search == "prior":
         found = prior_configs(request, run.history_results, *key, configs)

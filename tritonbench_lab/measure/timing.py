@@ -77,6 +77,12 @@ ESTIMATE_CALLS = 5
 CUT_FACTOR = 1.5
 
 
+# The most a timing budget may ask (`--rep-ms` and the like): ten seconds of repeats a
+# config and shape is already far past where more calls change a median; a larger number is
+# a typo, and would hold a sweep for days.
+MAX_REP_MS = 10_000
+
+
 @dataclass(frozen=True)
 class BenchOptions:
     """The timing budget in milliseconds: warm-up runs first (none beyond the calls that

@@ -30,6 +30,11 @@ from tritonbench_lab.measure.timing import BenchOptions
 STARTUP_TIMEOUT_S = 300.0
 
 
+# The longest deadline an attempt's phase may be given (`--timeout`, `--compile-timeout`):
+# an hour; a config that has not compiled or been timed by then is hung.
+MAX_TIMEOUT_S = 3600.0
+
+
 @dataclass(frozen=True)
 class Timeouts:
     """Deadlines of one task's two phases. The first call compiles (about a second for a

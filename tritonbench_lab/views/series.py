@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tritonbench_lab.data.layout import Layout, kernel_file, kernels_in, locate
+from tritonbench_lab.data.layout import INTERPRETER_SLUG, Layout, kernel_file, kernels_in, locate
 from tritonbench_lab.data.records import OK, Record
 from tritonbench_lab.data.store import load_records
 from tritonbench_lab.data.winners import ShapeResult, shape_results
@@ -118,20 +118,30 @@ class Target:
         return self.folder.name
 
 
+def _default_folders(layout: Layout, notes: list[str] | None) -> list[Path]:
+    """Every GPU's results folder; where there is none, the interpreter's (a first sweep
+    without a GPU), said so in `notes`: never beside a GPU's, whose numbers they are not."""
+    folders = [layout.gpu_results(slug) for slug in layout.gpu_slugs()]
+    if folders:
+        return folders
+    interpreter = layout.gpu_results(INTERPRETER_SLUG)
+    if not kernels_in(interpreter):
+        raise TlabError(f"no GPU results under {str(layout.results)!r}: run `tlab sweep` first")
+    if notes is not None:
+        notes.append(f"No GPU results under {str(layout.results)!r}: using the interpreter's "
+                     "rows (wall-clock times of Triton's CPU interpreter, not GPU numbers).")
+    return [interpreter]
+
+
 def targets(root: Path, gpu_name: str | None = None, kernels: list[str] | None = None,
             dtypes: list[str] | None = None, skipped: list[str] | None = None) -> list[Target]:
     """Every (GPU, kernel, dtype) with results under root, or those asked for; each results
-    file is read once. TlabError naming what exists when something asked for does not. A
+    file is read once. Without a GPU name and without any GPU's results, the interpreter's
+    (`_default_folders`). TlabError naming what exists when something asked for does not. A
     dtype not asked for whose rows have no `ok` one (a sweep that failed everywhere, or
-    stopped early) is left out, and said so in `skipped`."""
+    stopped early) is left out. `skipped` receives a line for each of these choices."""
     layout = Layout(root)
-    if gpu_name:
-        folders = [locate(gpu_name, root)]
-    else:
-        folders = [layout.gpu_results(slug) for slug in layout.gpu_slugs()]
-        if not folders:
-            raise TlabError(f"no GPU results under {str(layout.results)!r}: run `tlab sweep` "
-                            "first")
+    folders = [locate(gpu_name, root)] if gpu_name else _default_folders(layout, skipped)
     found = []
     for folder in folders:
         have = kernels_in(folder)
