@@ -537,7 +537,7 @@ def test_a_time_that_is_not_a_time_becomes_a_crash_row_never_a_number(times, tmp
     from tritonbench_lab.data.records import CRASH
     from tritonbench_lab.data.store import append_rows
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.measure.sweep import make_record
+    from tritonbench_lab.measure.rows import make_record
     from tritonbench_lab.measure.worker import Outcome, Task
 
     request = request_for(SPEC, [torch.float32], [SPEC.shape(37, 129)], tmp_path)

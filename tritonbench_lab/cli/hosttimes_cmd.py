@@ -44,7 +44,7 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
     from tritonbench_lab.gates.hosttimes import plan_kernel, time_kernel
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.measure.plan import job_footprint, pool_memory_budget
-    from tritonbench_lab.measure.sweep import new_run_id
+    from tritonbench_lab.measure.rows import new_run_id
 
     fp = fingerprint(backend)
     layout = Layout(root)

@@ -51,7 +51,7 @@ def portability(
     backend = prepare(interpret, kernel_module, root)
     # late: triton reads TRITON_INTERPRET at its first import; `prepare` has set it
     from tritonbench_lab.gates import portability as gate
-    from tritonbench_lab.measure.sweep import new_run_id
+    from tritonbench_lab.measure.rows import new_run_id
 
     layout, dtypes = Layout(root), known_dtypes(dtype)
     fp = fingerprint(backend)

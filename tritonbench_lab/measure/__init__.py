@@ -1,5 +1,5 @@
 """The measuring engine: from a sweep request to rows. Owns the request and its checks
-(plan), the sweep pipeline (sweep), dealing tasks to devices (schedule, devices,
+(plan), the sweep pipeline (sweep), the row an attempt becomes (rows), dealing tasks to devices (schedule, devices,
 raydevices), the isolated worker processes and how they start (worker, children), one
 attempt at a task inside them (attempt), the compile pool and cross-compilation
 (precompile, crosscompile), the clocks (timing), the correctness check (verify), the
