@@ -79,6 +79,13 @@ def main():
                 log(ev="pool", summary=summary)
                 inner.compiled(summary)
 
+            def note(self, sentence):
+                inner.note(sentence)
+
+            def shape_finished(self, tally):
+                log(ev="shape", dtype=tally.dtype, shape=tally.shape, counts=tally.counts)
+                inner.shape_finished(tally)
+
         log(ev="run_sweep")
         try:
             return original(request, Tee())

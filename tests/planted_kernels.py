@@ -8,11 +8,20 @@ Every kernel computes z = 2 * x, except under its planted MODE:
     4  a failed static assertion, i.e. a compile error: a `compile_error` row
     5  a 256x256x256 fp32 dot, whose operand tiles need more shared memory than any GPU
        has (GPU only): an `out_of_resources` row
+    6  each program also writes the first element of the next block, with its right value,
+       so the last one writes one element past the end of the output: every element is
+       right, and only the guard band around the output sees the stray write
+    7  the launcher sends its own process SIGSEGV before the kernel runs (as a fault in a
+       driver or a compiler would): a `crash` row that names the signal
 `planted` holds the modes the interpreter can run; `planted_fault` the GPU-only ones;
-`planted_hang` and `planted_all` add the endless loop (slow to test: it costs a timeout).
+`planted_hang` and `planted_all` add the endless loop (slow to test: it costs a timeout);
+`planted_overrun` and `planted_signal` hold modes 6 and 7.
 """
 
 from __future__ import annotations
+
+import os
+import signal
 
 import torch
 import triton
@@ -43,6 +52,11 @@ def planted_kernel(x_ptr, z_ptr, n,  # input, output, length
         tile = tl.load(x_ptr + square % n)
         product = tl.dot(tile, tile)  # both 256 KB operands staged in shared memory
         tl.store(z_ptr + square % n, product, mask=square < n)
+    if MODE == 6:
+        # The first element of the next block, with the value its own program writes there;
+        # the last program's `end` is n, one element past the output.
+        end = tl.minimum((tl.program_id(0) + 1) * BLOCK, n)
+        tl.store(z_ptr + end, 2 * tl.load(x_ptr + end, mask=end < n, other=1.0))
     if MODE == 2:
         tl.store(z_ptr + offsets + (1 << 40), z, mask=mask)  # 8 TB past the output
     elif MODE != 5:
@@ -51,6 +65,8 @@ def planted_kernel(x_ptr, z_ptr, n,  # input, output, length
 
 def launch(inputs, config, outputs):
     meta, options = split_config(config)
+    if meta.get("MODE") == 7:
+        os.kill(os.getpid(), signal.SIGSEGV)
     x = inputs["x"]
     planted_kernel[(triton.cdiv(x.numel(), meta["BLOCK"]),)](x, outputs[0], x.numel(),
                                                              **meta, **options)
@@ -84,4 +100,6 @@ SPECS = [
     _spec("planted_fault", (0, 2)),
     _spec("planted_hang", (0, 3)),
     _spec("planted_all", (0, 1, 2, 3, 4, 5)),
+    _spec("planted_overrun", (0, 6)),
+    _spec("planted_signal", (0, 7)),
 ]

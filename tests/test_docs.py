@@ -7,9 +7,11 @@ of those or a program named in OTHER_PROGRAMS.
 
 - `tlab` lines that work from stored rows, or on a CPU in seconds, are run as written, in the
   order each page gives them, with the current directory a sandbox per page (a temporary copy
-  of results/, configs/ and examples/; CUDA hidden, so kernels run in Triton's interpreter):
-  list, plot, report, export, explain, targets, compare, check, compile, archive, and sweeps of
-  the example kernels under examples/. Each must exit 0 (RUN_EXIT_CODES and KNOWN_FAILURES
+  of results/, configs/, examples/ and pyproject.toml, whose [tool.tlab] table lists the
+  example kernel; CUDA hidden, so kernels run in Triton's interpreter):
+  list, plot, report, export, explain, targets, compare, check, compile, archive, new, and
+  sweeps of the example kernels under examples/ or of a module a `tlab new` line of the page
+  wrote. Each must exit 0 (RUN_EXIT_CODES and KNOWN_FAILURES
   name the exceptions, with their reasons). The worktree must be unchanged afterwards.
 - The other `tlab` lines need a GPU, or minutes of interpreter (sweeps of built-in kernels,
   calibrate, host-times, ops-bench, check --regret). They, and the `tlab ...` spans of inline
@@ -27,6 +29,7 @@ repository path or a `tritonbench_lab.*` name must name one that exists. The REA
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -46,7 +49,7 @@ README_MAX_BYTES = 10_000
 
 # Commands that run from stored rows, or on a CPU in seconds: their lines are run.
 RUN_COMMANDS = {"list", "kernels", "plot", "report", "export", "explain", "targets", "compare",
-                "check", "compile", "archive"}
+                "check", "compile", "archive", "new"}
 # Exit codes a run line may end with besides 0, and what the code means there.
 RUN_EXIT_CODES = {"targets": {1: "target(s) missed"}}  # documented: exit 1 on a miss
 # Lines that fail today for a reason the docs state; when one starts to pass, drop it here
@@ -56,7 +59,7 @@ KNOWN_FAILURES = {
 }
 # Programs a ```sh block may name besides tlab, make and python: shown, not run.
 OTHER_PROGRAMS = {"git", ".", "source", "pip", "ray"}
-SANDBOX_COPIES = ("results", "configs", "examples")
+SANDBOX_COPIES = ("results", "configs", "examples", "pyproject.toml")
 # Python blocks of these pages are quoted from this file (unless marked as not).
 EXCERPTS = {"docs/writing-a-kernel.md": "examples/axpy.py"}
 NOT_AN_EXCERPT = "# Not in examples/axpy.py"
@@ -210,8 +213,17 @@ def runs_here(command: Command) -> bool:
         return False
     if name == "sweep":
         modules = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-m", "--kernel-module")]
-        return bool(modules) and all(m.startswith("examples/") for m in modules)
+        return bool(modules) and all(m.startswith("examples/") or m in written_by_new(command.page)
+                                     for m in modules)
     return name in RUN_COMMANDS
+
+
+@functools.cache
+def written_by_new(page: Path) -> frozenset[str]:
+    """The kernel modules the page's `tlab new NAME` lines write (into the page's sandbox,
+    where its later lines run): small kernels made to sweep in the interpreter in seconds."""
+    return frozenset(f"{c.argv[1]}.py" for c in all_commands() if c.page == page
+                     and c.program == "tlab" and c.argv[:1] == ["new"] and len(c.argv) > 1)
 
 
 def option_names(argv: list[str]) -> list[str]:
@@ -243,6 +255,9 @@ def tlab(argv: list[str], cwd: Path, extra_env: dict[str, str] | None = None,
 def make_sandbox() -> Path:
     sandbox = Path(tempfile.mkdtemp(prefix="tlab-docs-"))
     for name in SANDBOX_COPIES:
+        if (REPO / name).is_file():
+            shutil.copy2(REPO / name, sandbox / name)
+            continue
         shutil.copytree(REPO / name, sandbox / name,
                         ignore=shutil.ignore_patterns("__pycache__", "interpreter"))
     return sandbox

@@ -4,6 +4,11 @@ committed measurements: GPU times, and each call's host time beside them.
     from tritonbench_lab.ops import matmul, matmul_gelu, softmax, rmsnorm, layernorm, rope, add
     c = matmul(a, b)
 
+and any kernel tlab knows, your own included, as a function of its inputs:
+
+    axpy = kernel("axpy")  # listed in ./pyproject.toml, or kernel("axpy", module="axpy.py")
+    z = axpy(x=x, y=y)
+
 Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then memoised:
 
 - tlab's kernel, under the config tuned for that shape on that GPU, where the committed
@@ -54,7 +59,15 @@ from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
 from tritonbench_lab.shapes import shape_sizes, shape_text
 from tritonbench_lab.spec import parse_dtype, triton_interpreting
-from tritonbench_lab.tuned import alignment_class, config_dir, current_gpu_slug, dtype_key, find
+from tritonbench_lab.tuned import (
+    alignment_class,
+    config_dir,
+    current_gpu_slug,
+    dtype_key,
+    find,
+    ordered_sizes,
+    spec_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -193,50 +206,64 @@ def explain(kernel: str, dtype, shape: str | tuple[int, ...], *, gpu: str | None
 
 _plans: dict[tuple, tuple] = {}  # key -> (eager, captured): a bound launch, or None for the op
 _slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
-_file_state: list = [0.0, None]  # [when last looked at, (dir, mtimes) seen then]
+_file_state: list = [0.0, None]  # [when last looked at, the default configs folder then]
+_folders: dict[Path, tuple] = {}  # each folder choices were made from -> its files' mtimes
 
 
 def clear() -> None:
     """Forget every choice (they are made again on the next calls)."""
     _plans.clear()
     _slugs.clear()
+    _folders.clear()
     _file_state[:] = [0.0, None]
 
 
-def _configs_changed(now: float) -> None:
-    _file_state[0] = now
-    folder = config_dir()
+def _files(folder: Path) -> tuple:
     files = sorted(folder.glob("*/*.csv")) if folder.is_dir() else []
-    state = (str(folder), tuple((str(f), f.stat().st_mtime_ns) for f in files))
-    if state != _file_state[1]:
-        if _file_state[1] is not None:
-            _plans.clear()
-        _file_state[1] = state
+    return tuple((str(f), f.stat().st_mtime_ns) for f in files)
 
 
-def _key(kernel: str, dtype, sizes: tuple[int, ...], device: int) -> tuple:
-    return (kernel, dtype, sizes, device)
+def _configs_changed(now: float) -> None:
+    """Forget every choice when a configs file changed, or $TLAB_CONFIG_DIR did."""
+    _file_state[0] = now
+    default = config_dir()
+    changed = _file_state[1] not in (None, default)
+    _file_state[1] = default
+    for folder, seen in list(_folders.items()):
+        _folders[folder] = _files(folder)
+        changed = changed or _folders[folder] != seen
+    if changed:
+        _plans.clear()
+
+
+def _key(kernel: str, dtype, sizes: tuple[int, ...], device: int,
+         directory: Path | None = None) -> tuple:
+    return (kernel, dtype, sizes, device) if directory is None else (
+        kernel, dtype, sizes, device, directory)
 
 
 def bound_launch(kernel: str, dtype, sizes: tuple[int, ...], device: int,
-                 captured: bool = False) -> Callable | None:
+                 captured: bool = False, directory: Path | None = None) -> Callable | None:
     """The launcher ops bound for a call it has made, eager or under CUDA-graph capture
-    (None: it calls the PyTorch op there)."""
-    return _plans[_key(kernel, dtype, sizes, device)][1 if captured else 0]
+    (None: it calls the PyTorch op there); `directory`: the configs folder a TunedKernel
+    was given."""
+    return _plans[_key(kernel, dtype, sizes, device, directory)][1 if captured else 0]
 
 
 def _plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
-          bind: Callable[[dict], Callable] | None = None) -> Callable | None:
+          bind: Callable[[dict], Callable] | None = None,
+          directory: Path | None = None) -> Callable | None:
     """The memoised choice for a call: a bound launch of tlab's kernel, or None for the
     PyTorch op. `device` is tensor.get_device() (-1 on the CPU): cheaper than .device. Where
-    eager calls and captured ones are decided apart, each call asks which it is."""
+    eager calls and captured ones are decided apart, each call asks which it is.
+    `directory`: the configs folder (default: config_dir(kernel))."""
     now = time.monotonic()
     if now - _file_state[0] >= RECHECK_S:
         _configs_changed(now)
-    key = _key(kernel, dtype, sizes, device)
+    key = _key(kernel, dtype, sizes, device, directory)
     plan = _plans.get(key)
     if plan is None:
-        plan = _plans[key] = _choose(kernel, dtype, sizes, device, bind)
+        plan = _plans[key] = _choose(kernel, dtype, sizes, device, bind, directory)
         if plan[0] is None and plan[1] is not None:
             plan = _plans[key] = (_FirstCall(key, plan[1]), plan[1])
     eager, captured = plan
@@ -269,7 +296,8 @@ def _capturing(device: int) -> bool:
 
 
 def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
-            bind: Callable[[dict], Callable] | None) -> tuple[Callable | None, Callable | None]:
+            bind: Callable[[dict], Callable] | None, directory: Path | None = None
+            ) -> tuple[Callable | None, Callable | None]:
     """(eager launch, captured launch), each None where ops calls the PyTorch op: where the
     kernel's spec refuses the shape (check_shape), and where the configs say so (decide).
     `bind` binds a config (default: the spec's, KernelSpec.bound)."""
@@ -282,13 +310,77 @@ def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
         return None, None
     if device not in _slugs:
         _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
-    choice = decide(kernel, dtype, sizes, gpu=_slugs[device])
+    folder = Path(directory or config_dir(kernel))
+    _folders.setdefault(folder, _files(folder))  # watched from now on (_configs_changed)
+    choice = decide(kernel, dtype, sizes, gpu=_slugs[device], directory=folder)
     log.debug("tlab ops: %s %s %s on %s: %s, captured %s (%s)", kernel, choice.dtype,
               choice.shape, _slugs[device], choice.provider, choice.captured, choice.reason)
     config = spec.complete(choice.config) if choice.config is not None else None
     launch = None if config is None else bind(config) if bind else spec.bound(config)
     return (launch if choice.uses_triton else None,
             launch if choice.captured_uses_triton else None)
+
+
+# --- any kernel, your own included -----------------------------------------------------------
+
+def kernel(name: str, module: str | Path | None = None, *,
+           configs: str | Path | None = None) -> TunedKernel:
+    """`name` (a kernel of your own, or a built-in one) as a function of its inputs, for model
+    code: tlab's kernel under the committed config where the measurements say it beats the
+    PyTorch op (the spec's `torch` baseline), and that op elsewhere, by the rule of every op
+    here. `module`: the file defining it, when it is neither loaded nor listed in the current
+    folder's pyproject.toml ([tool.tlab] kernel-modules). `configs`: the configs folder to
+    read (default: $TLAB_CONFIG_DIR, else the configs/ folder of the kernel's project)."""
+    spec = spec_of(name, module)
+    if TORCH_OP not in spec.baselines:
+        raise TlabError(f"{name} has no {TORCH_OP!r} baseline, the PyTorch op the runtime "
+                        "calls wherever tlab's kernel is not measured faster: add one to its "
+                        "spec's baselines")
+    return TunedKernel(spec, Path(configs).resolve() if configs is not None else None)
+
+
+class TunedKernel:
+    """A kernel called as `f(x=..., y=...)` or `f(inputs)`: the inputs by the names its
+    make_inputs gives them. The shape comes from the spec's shape_of, else from sizes given
+    as keywords named by its dims (also handed to the kernel as inputs); the dtype and device
+    from the first input tensor of a dtype the kernel takes. Returns the outputs: the one
+    tensor of a kernel with one output, else the tuple."""
+
+    def __init__(self, spec, configs: Path | None = None):
+        self.spec, self.configs, self.__name__ = spec, configs, spec.name
+        self._op = spec.baselines[TORCH_OP]
+
+    def __call__(self, inputs: dict | None = None, /, **named):
+        inputs = {**inputs, **named} if inputs else named
+        spec = self.spec
+        tensor = next((v for v in inputs.values()
+                       if isinstance(v, torch.Tensor) and v.dtype in spec.dtypes), None)
+        if tensor is not None:
+            launch = _plan(spec.name, tensor.dtype, self.sizes(inputs), tensor.get_device(),
+                           self._bind, self.configs)
+            if launch is not None:
+                return launch(inputs)
+        return _one(self._op(inputs))
+
+    def sizes(self, inputs: dict) -> tuple[int, ...]:
+        """The sizes of a call, in the kernel's dims order."""
+        spec = self.spec
+        if spec.shape_of is not None:
+            return ordered_sizes(spec.name, dict(spec.shape_of(inputs).dims), spec.dims)
+        if any(d not in inputs for d in spec.dims):
+            sizes = ", ".join(f"{d}=..." for d in spec.dims)
+            raise TlabError(f"{spec.name} needs its sizes as keywords ({sizes}): its spec has "
+                            "no shape_of to read them from its inputs")
+        return ordered_sizes(spec.name, {d: inputs[d] for d in spec.dims}, spec.dims)
+
+    def _bind(self, config: dict) -> Callable:
+        launch, allocate = self.spec.launch, self.spec.allocate_outputs
+        return lambda inputs: _one(launch(inputs, config, allocate(inputs)))
+
+
+def _one(outputs):
+    """A kernel's outputs as callers want them: the tensor itself when there is one."""
+    return outputs[0] if isinstance(outputs, (tuple, list)) and len(outputs) == 1 else outputs
 
 
 # --- the ops ------------------------------------------------------------------------------

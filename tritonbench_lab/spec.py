@@ -146,6 +146,11 @@ class KernelSpec:
             None: the sizes themselves.
         autotune_key: the Triton kernel's argument names for the dims (`tlab export
             --format autotune` writes them as the key); default: dims.
+
+    How model code calls it (`tritonbench_lab.ops.kernel`):
+        shape_of: inputs -> Shape: the shape of a call's inputs (the inverse of
+            make_inputs), from which the runtime picks the committed config. None: callers
+            pass the sizes as keywords named by the dims.
     """
 
     # what the kernel is
@@ -179,6 +184,7 @@ class KernelSpec:
     prior_from: tuple[str, ...] = ()
     near_sizes: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None
     autotune_key: tuple[str, ...] | None = None
+    shape_of: Callable[[Inputs], Shape] | None = None
 
     def __post_init__(self) -> None:
         problems = spec_problems(self)
@@ -268,8 +274,8 @@ def _launch_problems(spec: KernelSpec) -> list[str]:
     problems = [f"{attr} is not callable" for attr in
                 ("launch", "allocate_outputs", "reference", "make_inputs", "cost", "check_shape")
                 if not callable(getattr(spec, attr))]
-    if spec.bind is not None and not callable(spec.bind):
-        problems.append("bind is not callable")
+    problems += [f"{attr} is not callable" for attr in ("bind", "shape_of")
+                 if getattr(spec, attr) is not None and not callable(getattr(spec, attr))]
     if not isinstance(spec.space, Space) or len(spec.space) == 0:
         problems.append("space must be a non-empty Space")
     return problems
@@ -323,7 +329,9 @@ RECOMPILE_BUDGET = 1024
 def compile_baseline(fn: Callable[[Inputs], Any],
                      options: Callable[[], dict] | None = None) -> Callable[[Inputs], Any]:
     """torch.compile of `fn`, specialised per shape, compiled on first call, never eager.
-    `options` returns Inductor options for this function alone (e.g. max-autotune)."""
+    `options` returns Inductor options for this function alone (e.g. max-autotune). The
+    result's `__wrapped__` is `fn` (inspect.unwrap), which the contract check calls: what
+    the compiled function returns is the same, without compiling."""
     compiled = None
 
     def run(inputs: Inputs) -> Any:
@@ -344,6 +352,7 @@ def compile_baseline(fn: Callable[[Inputs], Any],
 
     run.__name__ = f"compiled_{fn.__name__}"
     run.__doc__ = f"torch.compile({fn.__name__})"
+    run.__wrapped__ = fn  # the eager formula: what tlab's contract check calls instead
     return run
 
 

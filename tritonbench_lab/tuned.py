@@ -2,10 +2,15 @@
 
     config = lookup("matmul", dtype=torch.bfloat16, M=4096, N=4096, K=1024)
 
-Where: $TLAB_CONFIG_DIR when set, else the configs/ folder of this source tree, else the
-copy installed with the package (a wheel carries configs/ as package data); the file is
+Where: $TLAB_CONFIG_DIR when set; else, for a kernel of your own, the configs/ folder of its
+project (where `tlab sweep` wrote them: the folder whose pyproject.toml lists its module, or
+the current folder when it was loaded); else the configs/ folder of this source tree, else
+the copy installed with the package (a wheel carries configs/ as package data). The file is
 <dir>/<gpu-slug>/<kernel>.csv (layout.py), written by `tlab sweep` from the winner rule
 (winners.py).
+
+Which kernel: a registered one (built-in, or loaded with its module); else one listed in the
+current folder's pyproject.toml ([tool.tlab] kernel-modules, data/project.py), loaded then.
 
 Which row:
 - sizes are matched by dim name, in any keyword order; a missing or unknown name is a
@@ -37,6 +42,7 @@ from pathlib import Path
 from tritonbench_lab.data import store
 from tritonbench_lab.data.layout import INTERPRETER_SLUG, Layout, config_file_in, slugify
 from tritonbench_lab.data.portability import trusted_sources
+from tritonbench_lab.data.project import PYPROJECT, kernel_modules
 from tritonbench_lab.data.records import Trust, Winner, dtype_name_of, parse_config_text
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.shapes import shape_sizes
@@ -47,13 +53,58 @@ SOURCE_CONFIG_DIR = Layout(Path(__file__).resolve().parent.parent).configs
 PACKAGED_CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 _warned: set[tuple] = set()
+_projects: set[Path] = set()  # folders whose listed kernel modules were loaded here
 
 
-def config_dir() -> Path:
+def config_dir(kernel: str | None = None) -> Path:
+    """The configs folder code reads (module docstring): for `kernel`, where its own are."""
     override = os.environ.get(CONFIG_DIR_ENV)
     if override:
         return Path(override)
+    if kernel is not None:
+        # late: `tlab --help` imports no torch
+        from tritonbench_lab.kernels import origin
+
+        found = origin(kernel)
+        if found is not None:
+            return Layout(found[1]).configs
     return SOURCE_CONFIG_DIR if SOURCE_CONFIG_DIR.is_dir() else PACKAGED_CONFIG_DIR
+
+
+def spec_of(kernel: str, module: str | Path | None = None):
+    """The KernelSpec of `kernel` for code that runs it: loaded from `module` first when
+    given (unless loaded from that file already); a kernel not registered is looked for in
+    the modules the current folder's pyproject.toml lists. TlabError in one line otherwise."""
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.kernels import get_spec, load_kernel_module, names, origin
+
+    if module is not None:
+        found = origin(kernel)
+        if found is None or found[0] != Path(module).resolve():
+            defined = [spec.name for spec in load_kernel_module(module)]
+            if kernel not in defined:
+                raise TlabError(f"kernel module {str(module)!r} defines no kernel {kernel!r} "
+                                f"(it defines {', '.join(defined)})")
+    elif kernel not in names():
+        load_project(Path.cwd())
+    try:
+        return get_spec(kernel)
+    except TlabError as err:
+        raise TlabError(f"{err} (a kernel of your own: name its module, or list its module in "
+                        f"[tool.tlab] kernel-modules of {PYPROJECT} in the current folder)"
+                        ) from None
+
+
+def load_project(folder: Path) -> None:
+    """Load the kernel modules `folder`'s pyproject.toml lists, once per folder."""
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.kernels import load_kernel_module
+
+    folder = folder.resolve()
+    if folder not in _projects:
+        for module in kernel_modules(folder):
+            load_kernel_module(module, project=folder)
+        _projects.add(folder)
 
 
 def dtype_key(dtype) -> str:
@@ -137,10 +188,7 @@ def current_gpu_slug(device=None) -> str:
 
 
 def kernel_dims(kernel: str) -> tuple[str, ...]:
-    # late: `tlab --help` imports no torch
-    from tritonbench_lab.kernels import get_spec
-
-    return tuple(get_spec(kernel).dims)
+    return tuple(spec_of(kernel).dims)
 
 
 def ordered_sizes(kernel: str, sizes: dict[str, int], dims: tuple[str, ...] | None = None
@@ -187,7 +235,7 @@ def find(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
     GPU's file; where it has no rows of this kernel and dtype, from another GPU's whose
     configs the committed portability measurement trusts here (data/portability.py)."""
     slug = gpu or current_gpu_slug()
-    configs = Path(directory or config_dir())
+    configs = Path(directory or config_dir(kernel))
     path = config_file_in(configs, slug, kernel)
     key = dtype_key(dtype)
     near = near_sizes_of(kernel)
@@ -214,7 +262,7 @@ def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int
     kernels), in any order. `default` is returned (with one warning) when nothing was tuned;
     without it the kernel's own default config is used. `gpu` and `directory` override the
     current GPU's slug and the configs folder; `dims` names the dims of a kernel that is not
-    registered (a user's kernel whose module was not loaded).
+    registered and not listed in the current folder's pyproject.toml.
     """
     ordered = ordered_sizes(kernel, sizes, dims)
     found = find(kernel, dtype, ordered, gpu=gpu, directory=directory)

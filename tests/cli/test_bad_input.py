@@ -20,6 +20,7 @@ from unittest import mock
 
 import pytest
 import torch
+from helpers.faulty_kernels import FAULTS, ISSUE_FAULTS, module_text
 from helpers.paths import PLANTED, REPO
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -94,6 +95,12 @@ def _h200_configs(tmp: Path) -> None:
 def _module(text: str):
     def setup(tmp: Path) -> None:
         (tmp / "kernels.py").write_text(text)
+    return setup
+
+
+def _module_named(name: str):
+    def setup(tmp: Path) -> None:
+        (tmp / name).write_text("# the user's own work\n")
     return setup
 
 
@@ -285,6 +292,29 @@ CASES = [
     case("archive-foreign-results", ["archive", "--root", "{tmp}"],
          ["is not a results file of this tlab's layout", "nothing archived"],
          setup=_foreign_results),
+    # tlab new: names it cannot take, files it will not overwrite
+    case("new-name-upper-case", ["new", "MyOp"],
+         ["tlab new 'MyOp': the name must be a lower-case Python identifier", "such as my_op"]),
+    case("new-name-a-keyword", ["new", "lambda"], ["tlab new 'lambda'", "not a keyword"]),
+    case("new-name-of-a-built-in", ["new", "softmax"],
+         ["'softmax' is a built-in kernel", "built-in names are matmul"]),
+    case("new-name-of-a-module", ["new", "json"], ["'json' is the name of a Python module"]),
+    case("new-name-begins-with-test", ["new", "test_op"], ["begins with 'test'"]),
+    case("new-module-there-already", ["new", "my_op"],
+         ["my_op.py' exists already: tlab new never overwrites a file"],
+         _module_named("my_op.py")),
+    case("new-test-there-already", ["new", "my_op", "--out", "{tmp}"],
+         ["test_my_op.py' exists already"], _module_named("test_my_op.py")),
+    case("new-out-a-file", ["new", "my_op", "--out", "{tmp}/afile"],
+         ["--out '{tmp}/afile' is not a folder"], _afile),
+    # the kernel contract, checked before a user's kernel is listed or swept: a piece that
+    # returns the wrong thing is named in one line (helpers/faulty_kernels.py)
+    *[case(f"{command}-{fault}", [*args, "{tmp}/kernels.py"], FAULTS[fault][1],
+           _module(module_text(FAULTS[fault][0])))
+      for fault in (*ISSUE_FAULTS, "make-inputs-draws-zeros")
+      for command, args in [("list", ["list", "--interpret", "-m"]),
+                            ("sweep", ["sweep", "doubled", "--interpret", "--root", "{tmp}",
+                                       "-m"])]],
 ]
 
 

@@ -73,6 +73,7 @@ def test_an_incomplete_spec_is_refused_naming_every_missing_piece_at_once():
     ({"metric": "furlongs"}, "metric must be"),
     ({"launch": None}, "launch is not callable"),
     ({"dtypes": (torch.float64,)}, "dtypes must be"),
+    ({"shape_of": "M, N, K"}, "shape_of is not callable"),
 ])
 def test_incomplete_specs_are_refused_with_the_missing_piece(change, phrase):
     fields = {f.name: getattr(MATMUL, f.name) for f in dataclasses.fields(KernelSpec)}

@@ -231,6 +231,12 @@ def test_a_user_kernel_module_swept_then_checked_passes(tmp_path):
     # Without the module the kernel is unknown: one error naming it, not a pass.
     unknown = tlab("check", "--root", str(tmp_path), "--interpret")
     assert unknown.returncode == 1 and "axpy" in unknown.stderr
+    # Listed in the project's pyproject.toml, as this repository lists it: after the README's
+    # sweep of axpy, `make check` (`tlab check`) knows it without -m.
+    (tmp_path / "pyproject.toml").write_text(f'[tool.tlab]\nkernel-modules = ["{AXPY}"]\n')
+    listed = tlab("check", "--root", str(tmp_path), "--interpret")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert "2 valid row(s)" in listed.stdout and "0 error(s)" in listed.stdout
 
     load_kernel_module(AXPY)
     path = tmp_path / "configs" / "interpreter" / "axpy.csv"

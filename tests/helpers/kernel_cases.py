@@ -1,4 +1,5 @@
-"""Shared by the kernel tests: pick configs from a spec's pruned space and check a launch."""
+"""Shared by the kernel tests: pick configs from a spec's pruned space and check a launch,
+into outputs inside the guard band a sweep puts around them (verify.guard)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import random
 
 import torch
 
-from tritonbench_lab.measure.verify import Verdict, check, poison
+from tritonbench_lab.measure.verify import Verdict, check, guard
 from tritonbench_lab.space import HOPPER, Config
 from tritonbench_lab.spec import KernelSpec, Shape
 
@@ -45,9 +46,12 @@ def configs_for(spec: KernelSpec, shape: Shape, dtype: torch.dtype, count: int =
 
 def run_and_check(spec: KernelSpec, inputs: dict, config: Config,
                   dtype: torch.dtype) -> Verdict:
-    outputs = poison(spec.allocate_outputs(inputs))
-    spec.launch(inputs, config, outputs)
-    return check(outputs, spec.reference(inputs), spec.tolerance[dtype])
+    guarded = guard(spec.allocate_outputs(inputs))
+    spec.launch(inputs, config, guarded.outputs)
+    overrun = guarded.overrun()
+    if overrun:
+        return Verdict(False, float("inf"), float("inf"), overrun)
+    return check(guarded.outputs, spec.reference(inputs), spec.tolerance[dtype])
 
 
 def check_configs_at(spec: KernelSpec, shape: Shape, dtype: torch.dtype, device: str,

@@ -254,23 +254,42 @@ def test_a_fresh_sweep_confirms_again_what_earlier_runs_confirmed(tmp_path, monk
     assert [r.p50_ms for r in standing(rows) if r.confirmed and "num_warps=1" in r.config] == [1.40]
 
 
-def test_a_sweep_cut_short_while_confirming_is_confirmed_by_the_next_run(
-        tmp_path, monkeypatch):
+@pytest.mark.parametrize("kept", [0, 1, 3], ids=["none", "a leader", "leaders and torch"])
+def test_a_sweep_cut_short_while_confirming_is_confirmed_whole_by_the_next_run(
+        tmp_path, monkeypatch, kept):
+    """A kill while confirming leaves `kept` confirmations. The next run confirms the shape
+    again, whole: the leaders and every baseline, so the winner's run holds every baseline
+    (before, it confirmed only what was missing, and with `leaders and torch` kept the
+    winner's run had no torch: the table, report and plots showed '-' for it)."""
+    from rich.console import Console
+
+    from tritonbench_lab.data.winners import shape_results
+
     times = {b: [2.0, 2.2] for b in BASELINES}
     times |= {"w=1": [1.00, 1.30], "w=2": [1.01, 1.25], "w=4": [1.02, 1.04], "w=8": [1.03, 1.10]}
     scripted_sweep(tmp_path, monkeypatch, times, confirm=2)
     results = tmp_path / "results" / "interpreter" / "softmax.csv"
-    # Keep the sweep rows and the first confirmation only: the run was killed right after it.
+    # The confirmation times w=1, w=2, then the baselines, in that order: keep `kept` of them.
     lines = results.read_text().splitlines(keepends=True)
     sweep_rows = 1 + len(BASELINES) + len(WIDTHS)
-    results.write_text("".join(lines[:sweep_rows + 1]))
+    results.write_text("".join(lines[:sweep_rows + kept]))
+    console = Console(record=True, width=200)
     log, rows, winner = scripted_sweep(
-        tmp_path, monkeypatch, {"w=2": [1.25], "w=4": [1.04], "w=8": [1.10],
-                                **{b: [2.2] for b in BASELINES}}, confirm=2)
-    # w=1 came out slow (1.30): w=2 and w=4 lead now; then w=2 is slow too and w=8 enters.
+        tmp_path, monkeypatch, {"w=1": [1.30], "w=2": [1.25], "w=4": [1.04], "w=8": [1.10],
+                                **{b: [2.2] for b in BASELINES}}, confirm=2, console=console)
+    # w=1 and w=2 lead the first pass; both come out slow, and w=4 and w=8 enter.
     assert [entry for entry in log if entry not in ("stop", "new")] == [
-        "w=2", "w=4", *BASELINES, "w=8"]
-    assert winner.p50_ms == 1.04
+        "w=1", "w=2", *BASELINES, "w=4", "w=8"]
+    assert (winner.p50_ms, winner.run_id) == (1.04, rows[-1].run_id)
+    (found,) = shape_results(rows)
+    assert {b: r.run_id for b, r in found.baselines.items()} == {
+        b: winner.run_id for b in BASELINES}
+    table = next(line for line in console.export_text().splitlines() if "64x4096" in line)
+    cells = [cell.strip() for cell in table.strip("│ ").split("│")]
+    assert cells[4:4 + len(BASELINES)] == [cells[4]] * len(BASELINES) != ["-"] * len(BASELINES)
+    # And the shape is finished now: the same command again measures nothing.
+    again, _, _ = scripted_sweep(tmp_path, monkeypatch, {}, confirm=2)
+    assert [entry for entry in again if entry not in ("stop", "new")] == []
 
 
 def test_confirmations_time_the_host_and_winners_carry_it(tmp_path, monkeypatch):
@@ -306,7 +325,7 @@ def test_confirmations_from_before_host_times_are_not_timed_again(tmp_path, monk
     assert (winner.p50_ms, winner.host_ms, winner.op_host_ms) == (1.04, None, None)
 
 
-def test_a_shape_is_confirmed_when_its_leader_and_every_baseline_timed_ok_are():
+def test_a_shape_is_confirmed_when_one_run_confirmed_its_leaders_and_every_baseline():
     from tritonbench_lab.search.contenders import confirmation_unfinished
 
     rows = [row("torch", "", 2.0, confirmed=True, host_ms=None),
@@ -314,6 +333,16 @@ def test_a_shape_is_confirmed_when_its_leader_and_every_baseline_timed_ok_are():
     assert not confirmation_unfinished(rows)  # host times or not
     assert confirmation_unfinished([row(config="w=1", p50=1.0)])  # none confirmed
     assert confirmation_unfinished([*rows, row("unfused", "", 3.0)])  # a baseline is not
+    # ...unless this sweep does not time that baseline
+    assert not confirmation_unfinished([*rows, row("unfused", "", 3.0)], baselines={"torch"})
+    # Two leaders asked for, and two configs ok: one confirmed is a confirmation cut short.
+    second = row(config="w=2", p50=1.1)
+    assert confirmation_unfinished([*rows, second], count=2)
+    assert not confirmation_unfinished([*rows, second], count=1)
+    assert not confirmation_unfinished(rows, count=2)  # the only config ok is confirmed
+    # The newest run that confirmed anything is the one that counts.
+    newer = row(config="w=2", p50=1.1, confirmed=True, run_id="later")
+    assert confirmation_unfinished([*rows, second, newer])  # that run confirmed no torch
 
 
 def test_plots_pick_the_same_winner(tmp_path, monkeypatch):

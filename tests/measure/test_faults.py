@@ -251,3 +251,29 @@ def test_a_worker_started_in_the_background_runs_its_first_task_and_stops(tmp_pa
     stopped_early.start_in_background()
     stopped_early.stop()  # waits for the start it interrupts, then stops that child
     assert stopped_early._process is None and stopped_early._starter is None
+
+
+def test_a_worker_killed_by_a_signal_is_a_crash_row_naming_the_signal():
+    """A child that dies of a signal (a segfault in a driver or a compiler) exits with a
+    negative code: its row names the signal, and the next task runs in a fresh child."""
+    from tritonbench_lab.measure.worker import Task, Timeouts
+
+    worker = Worker(interpret=True, kernel_modules=(str(PLANTED),))
+    try:
+        crash = worker.run(Task("planted_signal", TRITON, (1000,), "fp32",
+                                {"BLOCK": 128, "MODE": 7, "num_warps": 4}), Timeouts())
+        assert crash.status == "crash"
+        assert crash.error == "worker killed by SIGSEGV (signal 11)"
+        after = worker.run(Task("planted_signal", TRITON, (1000,), "fp32",
+                                {"BLOCK": 128, "MODE": 0, "num_warps": 4}), Timeouts())
+        assert after.status == OK, after
+    finally:
+        worker.stop()
+
+
+def test_exit_codes_are_kept_and_signals_named():
+    from tritonbench_lab.measure.worker import exit_text
+
+    assert exit_text(3) == "worker exited with code 3"
+    assert exit_text(-9) == "worker killed by SIGKILL (signal 9)"
+    assert exit_text(-200) == "worker killed by signal 200"

@@ -135,6 +135,34 @@ def test_second_identical_run_measures_nothing_new(softmax_run, tmp_path):
     assert "Nothing new to measure" in said(result)
 
 
+def test_a_sweep_killed_while_confirming_confirms_the_shape_whole_when_resumed(
+        softmax_run, tmp_path):
+    """Killed after the confirmations of the config and of torch: the resumed run confirms
+    the config and every baseline again, so the table compares the winner with every
+    baseline of its own run (before, it confirmed the two missing baselines alone, and the
+    table showed '-' for them)."""
+    from tritonbench_lab.data.records import Record
+    from tritonbench_lab.data.store import write_table
+    from tritonbench_lab.kernels.softmax import SPEC
+
+    out = tmp_path / "out"
+    shutil.copytree(softmax_run[0], out)
+    path = results_path(out, "interpreter", "softmax")
+    kept = [r for r in load_records(path) if not r.confirmed or r.provider in (TRITON, "torch")]
+    write_table(path, kept, Record)
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps(SOFTMAX_SPACE))
+    result = sweep(*SOFTMAX, "--space", str(space), out=out)
+    assert result.returncode == 0, result.stderr
+    again = load_records(path)[len(kept):]
+    assert sorted((r.provider, r.phase) for r in again) == sorted(
+        (p, "confirm") for p in (TRITON, *SPEC.baselines))
+    table = next(line for line in result.stdout.splitlines() if "37x129" in line and "│" in line)
+    cells = [cell.strip() for cell in table.strip("│ ").split("│")]
+    assert len(cells) > 4 + len(SPEC.baselines)
+    assert "-" not in cells[4:4 + len(SPEC.baselines)], table  # torch, unfused, compiled
+
+
 def test_fresh_appends_and_never_rewrites(planted_run, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(planted_run[0], out)

@@ -28,6 +28,7 @@ from tritonbench_lab.cli import (
     hosttimes_cmd,
     list_cmd,
     modelbench_cmd,
+    new_cmd,
     opsbench_cmd,
     plot_cmd,
     portability_cmd,
@@ -77,6 +78,7 @@ opsbench_cmd.register(app)
 modelbench_cmd.register(app)
 compile_cmd.register(app)
 archive_cmd.register(app)
+new_cmd.register(app)
 
 
 def fail(message: str) -> None:

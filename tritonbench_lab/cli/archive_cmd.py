@@ -29,7 +29,7 @@ def archive(
     to ROOT/results/<gpu>/archive/<kernel>.csv.gz, gzipped line for line under the same
     header. Skipped rows, and every row of a shape whose winner would change without them,
     stay. Run it when no sweep is writing under ROOT."""
-    prepare(None, kernel_module)
+    prepare(None, kernel_module, root)
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec, names
     from tritonbench_lab.measure.source import source_hash

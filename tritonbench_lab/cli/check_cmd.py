@@ -16,6 +16,7 @@ from tritonbench_lab.cli.options import (
     KernelModules,
     Kernels,
     Root,
+    kernel_modules_of,
     known_dtypes,
     prepare,
     split_list,
@@ -64,13 +65,13 @@ def check(
     from tritonbench_lab.gates.check import run_check
 
     dtypes = known_dtypes(dtype)  # a misspelt dtype is refused, not silently unmatched
-    backend = prepare(interpret, kernel_module)
+    backend = prepare(interpret, kernel_module, root)
     if backend == INTERPRETER:
         children.stop_early()  # the interpreter after all: no child of the server's
     report = run_check(Layout(root), backend=backend, fingerprint=fingerprint(backend),
                        kernels=split_list(kernel), dtypes=dtypes, tolerance=tolerance,
                        timing=timing, regret=regret, repeats=repeats,
-                       kernel_modules=tuple(str(p) for p in kernel_module or ()),
+                       kernel_modules=kernel_modules_of(kernel_module, root),
                        gpu=Path(gpu_name).name if gpu_name else None)
     out, err = Console(), Console(stderr=True)
     for item in report.files:

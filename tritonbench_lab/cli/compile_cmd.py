@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from tritonbench_lab.cli.options import KernelModules, Kernels, split_list
+from tritonbench_lab.cli.options import KernelModules, Kernels, kernel_modules_of, split_list
 from tritonbench_lab.errors import TlabError
 
 
@@ -23,7 +23,8 @@ def compile_kernels(kernels: Kernels = None, kernel_modules: KernelModules = Non
     from tritonbench_lab.kernels import get_spec, load_kernel_module, names
     from tritonbench_lab.measure.crosscompile import HOPPER_ARCH
 
-    for path in kernel_modules or ():  # refused here, in one line, before the compile process
+    modules = kernel_modules_of(kernel_modules)  # -m and the project's own (pyproject.toml)
+    for path in modules:  # refused here, in one line, before the compile process
         load_kernel_module(path)
     chosen = split_list(kernels)
     if chosen == []:
@@ -34,8 +35,8 @@ def compile_kernels(kernels: Kernels = None, kernel_modules: KernelModules = Non
     # Triton must be imported with its interpreter off: a process of its own.
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     command = [sys.executable, "-m", "tritonbench_lab.measure.crosscompile", str(HOPPER_ARCH), *chosen]
-    if kernel_modules:
-        command += ["--kernel-module", *map(str, kernel_modules)]
+    if modules:
+        command += ["--kernel-module", *modules]
     code = subprocess.run(command, env=env).returncode
     if code:
         raise typer.Exit(code)

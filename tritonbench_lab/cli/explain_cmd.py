@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tritonbench_lab.cli.options import Dtypes, KernelName, known_dtypes
+from tritonbench_lab.cli.options import Dtypes, KernelModules, KernelName, known_dtypes, own_kernels
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.portability import CARRIED
 from tritonbench_lab.errors import TlabError
@@ -28,12 +28,15 @@ def explain(
         show_default=False)] = None,
     root: Annotated[Path | None, typer.Option(
         "--root", metavar="DIR", help="Folder holding configs/. Default: the folder ops reads "
-        "($TLAB_CONFIG_DIR, else this source tree's configs/, else the installed copy).",
+        "($TLAB_CONFIG_DIR; else, for a kernel of your own, the configs/ of its project, here "
+        "the current folder; else this source tree's configs/, else the installed copy).",
         show_default=False)] = None,
+    kernel_module: KernelModules = None,
 ) -> None:
     """Show what tritonbench_lab.ops would call at SHAPE (tlab's kernel under which config, or
     the PyTorch op) on each GPU, called eagerly and, where that differs, in a CUDA graph, and
     the measurements the choice rests on. Default GPUs: every one with configs for KERNEL."""
+    own_kernels(kernel_module, root)  # first: they import triton once the backend is chosen
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.ops import explain as explain_choice
@@ -46,7 +49,7 @@ def explain(
     if len(sizes) != len(spec.dims):
         raise TlabError(f"--shape {shape!r}: {kernel} shapes have {len(spec.dims)} sizes "
                         f"({'x'.join(spec.dims)})")
-    folder = Layout(root).configs if root is not None else config_dir()
+    folder = Layout(root).configs if root is not None else config_dir(kernel)
     # A GPU's own configs, or (data/portability.py) another GPU's trusted there.
     found = sorted({p.parent.name for p in folder.glob(f"*/{kernel}.csv")}
                    | {p.parent.parent.name for p in folder.glob(f"*/{CARRIED}/*.csv")})

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from tritonbench_lab.cli.options import KernelName, Root
+from tritonbench_lab.cli.options import KernelModules, KernelName, Root, own_kernels
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.views.export import write_export
 
@@ -30,8 +30,10 @@ def export(
     out: Annotated[Path, typer.Option(
         "--out", help="Folder to write the exported files into.")] = Path("exported"),
     root: Root = Path("."),
+    kernel_module: KernelModules = None,
 ) -> None:
     """Export KERNEL's committed winners for code that does not use tlab."""
+    own_kernels(kernel_module, root)
     from tritonbench_lab.kernels import get_spec  # late: `tlab --help` imports no torch
 
     spec = get_spec(kernel)

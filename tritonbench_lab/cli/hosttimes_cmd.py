@@ -13,6 +13,7 @@ from tritonbench_lab.cli.options import (
     KernelModules,
     Kernels,
     Root,
+    kernel_modules_of,
     known_dtypes,
     prepare,
     split_list,
@@ -38,7 +39,7 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
                         "with a configs file for this GPU")
     if not cuda_available():
         raise TlabError("tlab host-times times a GPU's host and needs CUDA; none is visible")
-    backend = prepare(False, kernel_modules)
+    backend = prepare(False, kernel_modules, root)
     # late: `tlab --help` imports no torch, and triton only after `prepare`
     from tritonbench_lab.gates.hosttimes import plan_kernel, time_kernel
     from tritonbench_lab.kernels import get_spec
@@ -60,7 +61,7 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
     if jobs:
         console.print(f"compiling {len(jobs)} winner config(s) in a pool of processes")
         precompile(jobs, processes=default_jobs(),
-                   kernel_modules=tuple(str(p) for p in kernel_modules or ()),
+                   kernel_modules=kernel_modules_of(kernel_modules, root),
                    memory_budget=pool_memory_budget(free_device_bytes("cuda")),
                    footprint_of=job_footprint)
     run_id = new_run_id()

@@ -1,4 +1,7 @@
-"""`tlab list`: every kernel with its dtypes, baselines, config space and default shapes."""
+"""`tlab list`: every kernel with its dtypes, baselines, config space and default shapes. A
+kernel from a user's module (`-m FILE`) has its contract checked first: each piece of its spec
+called once at a small shape (measure/contract_check.py), the first wrong one refused in one
+line."""
 
 from __future__ import annotations
 
@@ -10,9 +13,10 @@ from tritonbench_lab.cli.options import Interpret, KernelModules, prepare
 from tritonbench_lab.measure.env import device_limits
 
 
-def describe_kernels(backend: str) -> list[dict[str, str]]:
-    """One dict of printable fields per kernel; pruning uses the current GPU's limits."""
-    limits = device_limits(backend)
+def describe_kernels(backend: str, checked: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """One dict of printable fields per kernel; pruning uses the current GPU's limits.
+    `checked`: what the contract check called, for the kernels it checked."""
+    limits, checked = device_limits(backend), checked or {}
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import all_specs
     from tritonbench_lab.spec import dtype_name
@@ -30,7 +34,7 @@ def describe_kernels(backend: str) -> list[dict[str, str]]:
             dtype_name(d) + ("" if spec.interpreter_refusal(d) is None else " (GPU only)")
             for d in spec.dtypes
         ]
-        rows.append({
+        row = {
             "kernel": spec.name,
             "summary": spec.summary,
             "metric": spec.metric,
@@ -40,13 +44,22 @@ def describe_kernels(backend: str) -> list[dict[str, str]]:
             "space": f"{len(spec.space)} configs over {', '.join(spec.space.params)}; "
                      f"{kept_text} left after pruning for {limits.label}",
             "shapes": f"{'x'.join(spec.dims)}: " + ", ".join(str(s) for s in spec.default_shapes),
-        })
+        }
+        if spec.name in checked:
+            row["contract"] = checked[spec.name]
+        rows.append(row)
     return rows
 
 
 def list_kernels(kernel_module: KernelModules = None, interpret: Interpret = None) -> None:
-    """List every kernel: dtypes, baselines, config space (before -> after pruning), shapes."""
-    rows = describe_kernels(prepare(interpret, kernel_module))
+    """List every kernel: dtypes, baselines, config space (before -> after pruning), shapes.
+    Your kernels (-m) are checked first: each piece of the spec is called once at its first
+    small shape, and the first that returns the wrong thing is named (exit 2)."""
+    backend = prepare(interpret, kernel_module)
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.measure.contract_check import check_user_kernels
+
+    rows = describe_kernels(backend, check_user_kernels(backend))
     console = Console()
     for row in rows:
         console.print(f"[bold]{row['kernel']}[/bold]  {row['summary']}")
@@ -58,6 +71,8 @@ def list_kernels(kernel_module: KernelModules = None, interpret: Interpret = Non
         grid.add_row("baselines", row["baselines"])
         grid.add_row("space", row["space"])
         grid.add_row("shapes", row["shapes"])
+        if "contract" in row:
+            grid.add_row("contract", row["contract"])
         console.print(grid, "")
 
 

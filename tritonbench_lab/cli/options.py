@@ -7,6 +7,9 @@
     --dtype       fp32, fp16, bf16, fp8e4m3, fp8e5m2 (each kernel takes some): comma-separated
                   or repeated
     --kernel      a kernel name: comma-separated or repeated
+    -m, --kernel-module   a user's kernel module, added to those the project lists in the
+                  [tool.tlab] table of its pyproject.toml (ROOT's, else the current folder's),
+                  which every command that takes -m loads first (kernel_modules_of)
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Annotated
 
 import typer
 
+from tritonbench_lab.data.project import kernel_modules as kernel_modules_in
 from tritonbench_lab.data.records import DTYPE_NAMES, dtype_name_of
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measure.env import choose_backend
@@ -69,7 +73,9 @@ KernelName = Annotated[str, typer.Argument(
 KernelModules = Annotated[list[Path] | None, typer.Option(
     "--kernel-module", "-m", metavar="FILE",
     help="A Python file defining SPEC = KernelSpec(...) (or SPECS = [...]) for your own "
-    "kernels; repeat the option for several files.", show_default=False)]
+    "kernels; repeat the option for several files. Added to those the project lists in "
+    "[tool.tlab] kernel-modules of its pyproject.toml (in ROOT, else the current folder), "
+    "which are always loaded.", show_default=False)]
 
 Interpret = Annotated[bool | None, typer.Option(
     "--interpret/--gpu",
@@ -81,16 +87,47 @@ OldOut = Annotated[Path | None, typer.Option("--out", hidden=True, help="Old nam
 OldGpu = Annotated[str | None, typer.Option("--gpu", hidden=True, help="Old name of --gpu-name.")]
 
 
-def prepare(interpret: bool | None, kernel_modules: list[Path] | None) -> str:
-    """Choose the backend, then load the user's kernel modules (which import triton, and
-    triton reads the backend once, when first imported). Returns the backend."""
+def kernel_modules_of(kernel_modules: list[Path] | None, root: Path | None = None
+                      ) -> tuple[str, ...]:
+    """The user's kernel modules of a command: those ROOT's pyproject.toml lists ([tool.tlab]
+    kernel-modules; ROOT is the current folder for commands without --root), then those
+    given with -m; each file once. A listed file that does not exist is a TlabError."""
+    listed = [str(p) for p in kernel_modules_in(root if root is not None else Path("."))]
+    given = [str(p) for p in kernel_modules or ()]
+    unique: dict[Path, str] = {}
+    for path in [*listed, *given]:
+        unique.setdefault(Path(path).resolve(), path)
+    return tuple(unique.values())
+
+
+def prepare(interpret: bool | None, kernel_modules: list[Path] | None,
+            root: Path | None = None) -> str:
+    """Choose the backend, then load the user's kernel modules (kernel_modules_of: they
+    import triton, and triton reads the backend once, when first imported), their winners
+    under ROOT/configs. Returns the backend."""
+    modules = kernel_modules_of(kernel_modules, root)  # the table's mistakes before anything
+    backend = choose_backend(interpret)
+    _load(modules, root)
+    return backend
+
+
+def own_kernels(kernel_modules: list[Path] | None, root: Path | None = None) -> list[str]:
+    """For a command that reads stored rows only: load the user's kernel modules, if any
+    (nothing is imported without them); the names of the kernels they define."""
+    modules = kernel_modules_of(kernel_modules, root)
+    if not modules:
+        return []
+    choose_backend(None)
+    return _load(modules, root)
+
+
+def _load(modules: tuple[str, ...], root: Path | None) -> list[str]:
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import load_kernel_module
 
-    backend = choose_backend(interpret)
-    for path in kernel_modules or ():
-        load_kernel_module(path)
-    return backend
+    project = root if root is not None else Path(".")
+    return list(dict.fromkeys(spec.name for path in modules
+                              for spec in load_kernel_module(path, project=project)))
 
 
 def known_dtypes(values: list[str] | None) -> list[str] | None:

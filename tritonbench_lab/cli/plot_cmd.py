@@ -11,10 +11,12 @@ from rich.console import Console
 from tritonbench_lab.cli.options import (
     Dtypes,
     GpuName,
+    KernelModules,
     Kernels,
     OldGpu,
     Root,
     known_dtypes,
+    own_kernels,
     split_list,
 )
 from tritonbench_lab.errors import TlabError
@@ -39,10 +41,12 @@ def _formats(values: list[str] | None) -> tuple[str, ...]:
 
 def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
          out: Out = Path("plots"), root: Root = Path("."), format: Formats = None,
-         old_gpu: OldGpu = None) -> None:
+         old_gpu: OldGpu = None, kernel_module: KernelModules = None) -> None:
     """Draw throughput-vs-size and config-landscape pictures per GPU, kernel and dtype, and
     (for a whole GPU) the regret of other GPUs' configs carried there, from stored results
-    (deterministic: the same rows give the same files)."""
+    (deterministic: the same rows give the same files). Your own kernels' modules (-m, or
+    listed in pyproject.toml) give their pictures the untuned config's line."""
+    own_kernels(kernel_module, root)
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import default_config_text
     from tritonbench_lab.views.plots import draw_target
@@ -66,9 +70,10 @@ def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
 
 
 def report(gpu_name: GpuName = None, out: Out = Path("plots"), root: Root = Path("."),
-           old_gpu: OldGpu = None) -> None:
+           old_gpu: OldGpu = None, kernel_module: KernelModules = None) -> None:
     """Write <out>/<gpu>/REPORT.md: winners, baselines, speed-ups and % of ceiling per
     kernel and dtype, linking the SVG pictures of `tlab plot`."""
+    own_kernels(kernel_module, root)
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import default_config_text
     from tritonbench_lab.views.report import write_reports

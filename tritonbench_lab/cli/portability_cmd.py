@@ -16,6 +16,7 @@ from tritonbench_lab.cli.options import (
     KernelModules,
     Kernels,
     Root,
+    kernel_modules_of,
     known_dtypes,
     prepare,
     split_list,
@@ -47,7 +48,7 @@ def portability(
     (worst regret within the tolerance, per kernel and dtype) to
     ROOT/configs/<this gpu>/carried/FROM.csv, which ops and tuned.lookup read on a GPU with
     no configs of its own for a kernel and dtype."""
-    backend = prepare(interpret, kernel_module)
+    backend = prepare(interpret, kernel_module, root)
     # late: triton reads TRITON_INTERPRET at its first import; `prepare` has set it
     from tritonbench_lab.gates import portability as gate
     from tritonbench_lab.measure.sweep import new_run_id
@@ -70,7 +71,7 @@ def portability(
                   TimeRemainingColumn(), console=console, transient=True) as bar:
         task = bar.add_task("", total=rounds * len(found))
         samples = gate.measure(found, rounds=rounds, interpret=backend == INTERPRETER,
-                               kernel_modules=tuple(str(p) for p in kernel_module or ()),
+                               kernel_modules=kernel_modules_of(kernel_module, root),
                                progress=lambda done, _: bar.update(task, completed=done))
     rows = gate.rows(found, samples, from_gpu, fp, _capability(backend), rounds, new_run_id())
     trust = gate.record(layout, fp.gpu_slug, from_gpu, rows)

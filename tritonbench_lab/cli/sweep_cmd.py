@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,7 @@ from tritonbench_lab.cli.options import (
     KernelName,
     OldOut,
     Root,
+    kernel_modules_of,
     prepare,
 )
 from tritonbench_lab.cli.tables import print_table
@@ -151,15 +153,24 @@ def sweep(
     kernel_module: KernelModules = None,
     old_out: OldOut = None,
 ) -> None:
-    """Tune KERNEL: verify and time every config over the shapes, store rows and winners."""
+    """Tune KERNEL: verify and time every config over the shapes, store rows and winners.
+
+    The summary lists, per dtype and shape, how many configs ended in each status and the
+    first error of each kind of failure. Exit code: 0 when every shape asked for has a
+    correct config; 1 when a shape has none (the summary names it and says why; its rows
+    are kept); 2 for bad input, refused before anything is measured or written; 130 when
+    interrupted (the rows measured so far are kept: run the command again to resume).
+    """
     if interpret is not True and backend == "local" and (
             fresh or _nothing_measured_yet(old_out or root, kernel)):
         children.start_early()  # first: the imports below start torch; see the helper
 
     # late: `tlab --help` imports no torch
+    from tritonbench_lab.measure.contract_check import check_user_kernels
     from tritonbench_lab.measure.plan import build_request, check_request, parse_baselines
 
-    prepare(interpret, kernel_module)
+    # A user's kernel keeps the contract, checked before anything reads its shapes or costs.
+    check_user_kernels(prepare(interpret, kernel_module, old_out or root), only=[kernel])
     strategy, budget = parse_search(search)
     if backend not in ("local", "ray"):
         raise TlabError(f"--backend {backend!r}: accepted are local and ray")
@@ -167,7 +178,7 @@ def sweep(
         kernel, dtypes=dtype, sizes=sizes,
         shapes=shapes, space=space, root=old_out or root, interpret=interpret, fresh=fresh,
         seed=seed, timeouts=Timeouts(first_call_s=compile_timeout, measure_s=timeout),
-        kernel_modules=tuple(str(p) for p in kernel_module or ()),
+        kernel_modules=kernel_modules_of(kernel_module, old_out or root),
         bench=_budget(rep_ms), confirm=confirm,
         confirm_bench=_budget(confirm_rep_ms) if confirm_rep_ms else None,
         search=strategy, search_budget=budget, backend=backend, ray_address=ray_address,
@@ -180,6 +191,7 @@ def sweep(
         jobs=jobs if jobs is not None else max(1, default_jobs() - max(1, len(devices))))
     check_request(request)  # every refusal before any output, so an error is one line
     console = Console(stderr=True)
+    console.soft_wrap = not console.is_terminal  # a log's lines as long as they are
     if request.interpret:
         children.stop_early()
         _say_interpreter(request, console, given=sizes is not None or shapes is not None)
@@ -193,7 +205,12 @@ def sweep(
         if note:
             console.print(note)
     result = _run_with_progress(request, console)
-    print_summary(result, request, Console())
+    failed = print_summary(result, request, Console())
+    if failed:
+        where = ", ".join(f"{t.dtype} {t.shape}" for t in failed)
+        print(f"tlab: no correct config at {len(failed)} of {len(result.shapes)} shape(s): "
+              f"{where} (the summary above says why)", file=sys.stderr)
+        raise typer.Exit(1)
 
 
 def _nothing_measured_yet(root: Path, kernel: str) -> bool:
@@ -254,9 +271,10 @@ def _run_with_progress(request, console: Console):
 CONFIG_WIDTH = 28  # columns of the winner's config before it folds onto the next line
 
 
-def print_summary(result, request, console: Console) -> None:
+def print_summary(result, request, console: Console) -> list:
     """The winners of the shapes asked for, as a table with a line on each column that needs
-    one, then where the rows and winners were written."""
+    one; what each shape's configs came to (print_tallies); then where the rows and winners
+    were written. Returns the tallies of the shapes with no correct config."""
     # late: `tlab --help` imports no torch
     from tritonbench_lab.spec import dtype_name
 
@@ -271,18 +289,42 @@ def print_summary(result, request, console: Console) -> None:
             continue
         shown.append(w)
         table.add_row(*_summary_row(w, found, request, ceilings, eager))
-    print_table(console, table)
-    legend = config_legend(parse_config_text(w.config) for w in shown)
-    if legend:
-        console.print(legend)
-    if not ceilings:
-        console.print("No ceilings for this GPU yet: run `tlab calibrate` for % of ceiling.")
-    if eager:
+    if shown:
+        print_table(console, table)
+        legend = config_legend(parse_config_text(w.config) for w in shown)
+        if legend:
+            console.print(legend)
+        if not ceilings:
+            console.print("No ceilings for this GPU yet: run `tlab calibrate` for % of ceiling.")
+    if shown and eager:
         console.print("eager vs torch: the PyTorch op's time over the winner's, each the longer "
                       "of its GPU time and a call's host time (what code calling one op after "
                       "another waits for; tritonbench_lab.ops decides such calls on it).")
-    console.print(f"rows: {result.results_file}   winners: {result.configs_file} "
-                  f"(each looked up again with tuned.lookup: all {len(result.winners)} match)")
+    failed = print_tallies(result.shapes, console)
+    if result.winners:
+        _plain(console, f"rows: {result.results_file}   winners: {result.configs_file} (each "
+               f"looked up again with tuned.lookup: all {len(result.winners)} match)")
+    else:
+        _plain(console, f"rows: {result.results_file}   no winners: no shape of "
+               f"{request.spec.name} has a correct config, so {result.configs_file} was not "
+               "written")
+    return failed
+
+
+def print_tallies(tallies, console: Console) -> list:
+    """One line per dtype and shape, counts by status (data/tally.py), and under it the first
+    error of each kind of failure; never wrapped or cut. Returns the shapes with no correct
+    config."""
+    for t in tallies:
+        verdict = "" if t.correct else ": no correct config"
+        _plain(console, f"{t.dtype} {t.shape}: {t.counts_text()}{verdict}")
+        for status, error in t.first_errors.items():
+            _plain(console, f"  {status}: {error}")
+    return [t for t in tallies if not t.correct]
+
+
+def _plain(console: Console, line: str) -> None:
+    console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def _summary_table(request, ceilings: bool, eager: bool) -> Table:

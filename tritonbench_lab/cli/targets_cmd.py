@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from tritonbench_lab.cli.options import GpuName, Root
+from tritonbench_lab.cli.options import GpuName, KernelModules, Root, own_kernels
 from tritonbench_lab.data.layout import INTERPRETER_SLUG, Layout
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.views.targets import targets_report
@@ -15,11 +15,13 @@ from tritonbench_lab.views.targets import targets_report
 NOT_JUDGED = "the interpreter's are not judged: its times are not GPU numbers"
 
 
-def targets(gpu_name: GpuName = None, root: Root = Path(".")) -> None:
+def targets(gpu_name: GpuName = None, root: Root = Path("."),
+            kernel_module: KernelModules = None) -> None:
     """Print, as Markdown, whether the winners under ROOT/configs/ meet tlab's speed targets:
     matmul within 10% of torch.matmul at 2048-8192, row kernels at 0.85 of a copy of their
-    bytes where they move at least 64 MB."""
-
+    bytes where they move at least 64 MB; your own kernels faster than the PyTorch op at
+    each tuned shape (the rule tritonbench_lab.ops runs them by)."""
+    own = tuple(own_kernels(kernel_module, root))
     layout = Layout(root)
     tuned = sorted({p.parent.name for p in layout.config_files()} - {INTERPRETER_SLUG})
     if gpu_name:  # a slug, or a GPU's results folder (named by its slug)
@@ -34,7 +36,7 @@ def targets(gpu_name: GpuName = None, root: Root = Path(".")) -> None:
         raise TlabError(f"no GPU's config files under {str(layout.configs)!r} ({NOT_JUDGED})")
     missed = 0
     for gpu in gpus:
-        lines, count = targets_report(layout, gpu)
+        lines, count = targets_report(layout, gpu, own)
         print("\n".join(lines))
         missed += count
     sys.exit(1 if missed else 0)

@@ -1,8 +1,10 @@
 """The kernel registry: name -> KernelSpec, plus kernels loaded from a user's own module.
 
 Adding a built-in kernel is one module in this folder plus one line in `_BUILTIN` below.
-A user's module (`tlab ... --kernel-module my_kernels.py`) defines `SPEC = KernelSpec(...)`
-or `SPECS = [...]` the same way and is loaded with `load_kernel_module`.
+A user's module (`tlab ... --kernel-module my_kernels.py`, or listed in the project's
+pyproject.toml: data/project.py) defines `SPEC = KernelSpec(...)` or `SPECS = [...]` the same
+way and is loaded with `load_kernel_module`, which remembers the file and the project folder
+whose configs/ hold the kernel's winners (`origin`).
 
 Kernel modules import only the contract at the package root (spec, space, errors), torch,
 triton and each other. Their source hash (measure/source.py) covers their code and the
@@ -38,6 +40,8 @@ _BUILTIN: dict[str, str] = {
 
 # Kernels from user modules, by name; they may not shadow built-in names.
 _USER: dict[str, KernelSpec] = {}
+# User kernel name -> (its module's file, its project's folder), both absolute.
+_ORIGIN: dict[str, tuple[Path, Path]] = {}
 
 
 def names() -> list[str]:
@@ -67,8 +71,9 @@ def all_specs() -> list[KernelSpec]:
     return [get_spec(n) for n in names()]
 
 
-def load_kernel_module(path: str | Path) -> list[KernelSpec]:
-    """Import a user's kernel module and register the specs it defines.
+def load_kernel_module(path: str | Path, project: str | Path | None = None) -> list[KernelSpec]:
+    """Import a user's kernel module and register the specs it defines; `project` is the
+    folder whose configs/ hold their winners (default: the current folder).
 
     The module must define `SPEC` (one KernelSpec) or `SPECS` (a list of them). Any problem
     (missing file, an exception while importing, no specs, a name clash) is a TlabError with
@@ -76,9 +81,16 @@ def load_kernel_module(path: str | Path) -> list[KernelSpec]:
     """
     path = Path(path)
     specs = _specs_of(_import_user_module(path), path)
+    home = Path(project if project is not None else ".").resolve()
     for spec in specs:
         _USER[spec.name] = spec
+        _ORIGIN[spec.name] = (path.resolve(), home)
     return specs
+
+
+def origin(name: str) -> tuple[Path, Path] | None:
+    """(module file, project folder) of a user kernel; None for a built-in or unknown one."""
+    return _ORIGIN.get(name) if name in _USER else None
 
 
 def _import_user_module(path: Path):

@@ -3,9 +3,11 @@ a child process, so that a crash or a hang costs one task).
 
 An attempt: make the task's case current (its inputs and float64 reference, kept between
 tasks for the last few shapes, cases.py, so a reference is computed once per shape, not once
-per config) -> the first call into NaN-poisoned outputs (this compiles; its wall time is
-`compile_s`) -> verify against the reference -> time the correct ones (timing.py), and the
-host time of a call where the task asks. What a task asks (Task) and what it comes to
+per config) -> the first call into NaN-poisoned outputs, each inside a guard band
+(verify.guard; this call compiles, and its wall time is `compile_s`) -> a write outside an
+output, or a result that misses the reference, is a wrong result -> time the correct ones
+(timing.py), and the host time of a call where the task asks. Baselines allocate their own
+outputs, so they have no guard band. What a task asks (Task) and what it comes to
 (Outcome) are what the worker and its child send each other.
 """
 
@@ -127,7 +129,7 @@ class Attempts:
         spec = get_spec(task.kernel)
         self._prepare(spec, task)
         tolerance = spec.tolerance[parse_dtype(task.dtype)]
-        call = self._call(spec, task)
+        call, guarded = self._call(spec, task)
 
         def sync():
             if not self.interpreting:
@@ -141,6 +143,9 @@ class Attempts:
             return Outcome(classify(err), one_line(err))
         compile_s = time.perf_counter() - start
         self.notify()
+        overrun = guarded.overrun() if guarded is not None else ""
+        if overrun:
+            return Outcome(WRONG_RESULT, overrun, compile_s=compile_s)
         verdict = check(result, self.reference, tolerance)
         del result
         if not verdict.ok and task.provider == TRITON:
@@ -149,23 +154,21 @@ class Attempts:
         return self._time(task, call, sync, verdict, compile_s)
 
     def _call(self, spec, task: Task):
-        """The task's call on the current case's inputs: the config's launch into
-        NaN-poisoned outputs, or the baseline."""
+        """The task's call on the current case's inputs, and the guard band around its
+        outputs: the config's launch into NaN-poisoned, guarded outputs, or the baseline
+        (which allocates its own: None)."""
         # late: `tlab --help` imports no torch
-        from tritonbench_lab.measure.verify import poison
+        from tritonbench_lab.measure.verify import guard
 
         inputs = self.inputs
-        if task.provider == TRITON:
-            outputs = poison(spec.allocate_outputs(inputs))
-
-            def call():
-                return spec.launch(inputs, task.config, outputs)
-        else:
+        if task.provider != TRITON:
             baseline = spec.baselines[task.provider]
+            return (lambda: baseline(inputs)), None
+        guarded = guard(spec.allocate_outputs(inputs))
 
-            def call():
-                return baseline(inputs)
-        return call
+        def call():
+            return spec.launch(inputs, task.config, guarded.outputs)
+        return call, guarded
 
     def _time(self, task: Task, call, sync, verdict, compile_s: float) -> Outcome:
         """Time a verified call (and its host time, when the task asks); a first-pass time

@@ -15,8 +15,11 @@ Per dtype and shape (a pipeline, schedule.py), on one or more devices (devices.p
    timed again, with the host time of a call (timing.host_ms), and winners are chosen by
    these times (records.standing says why). Leaders that come out slower let the next
    configs into the top `confirm`, for at most `confirm` more rounds. A shape is confirmed
-   when this run measured it, or when its confirmation never finished (contenders.py): a
-   finished sweep run again measures nothing.
+   when this run measured it, or when its newest confirmation was cut short (a kill while
+   confirming: contenders.confirmation_unfinished); a finished sweep run again measures
+   nothing. A shape is confirmed whole, in one run: earlier runs' confirmations at it are
+   set aside and their configs confirmed again, so that the winner's run holds every
+   baseline it is compared with (winners.py, rule 5).
 
 On a GPU the configs are compiled in a pool of processes (precompile.CompilePool), each
 config's jobs at every shape after its first, and each task is timed once its own compile is
@@ -48,6 +51,7 @@ from tritonbench_lab.data.records import (
     standing,
 )
 from tritonbench_lab.data.store import append_rows, load_records, write_table
+from tritonbench_lab.data.tally import ShapeTally, tally
 from tritonbench_lab.data.winners import shape_results, winners_from_files
 from tritonbench_lab.measure import children
 from tritonbench_lab.measure.cases import CASES_KEPT
@@ -107,6 +111,9 @@ class SweepEvents:
     def note(self, sentence: str) -> None:
         """Something to say once, in a sentence (where a prior search starts)."""
 
+    def shape_finished(self, tally: ShapeTally) -> None:
+        """A dtype and shape is done: its configs' statuses, first errors and winner."""
+
 
 @dataclass
 class SweepResult:
@@ -117,6 +124,7 @@ class SweepResult:
     already_done: int
     records: list[Record]  # every row of the results file after the run
     winners: list[Winner]
+    shapes: list[ShapeTally] = dataclasses.field(default_factory=list)  # in the plan's order
 
 
 def new_run_id() -> str:
@@ -177,6 +185,7 @@ class _Run:
         self.measured_now: set[tuple[str, str]] = set()
         self.history = rows  # every row of the results file, for --search prior
         self.pool: CompilePool | None = None
+        self.tallies: dict[tuple[str, str], ShapeTally] = {}  # per finished dtype and shape
         self.lock = threading.Lock()
         self.stopping = False
 
@@ -202,6 +211,19 @@ class _Run:
                 self.measured_now.add((record.dtype, record.shape))
             self.events.finished(record)
         return record
+
+    def set_aside_confirmations(self, key: tuple[str, str]) -> None:
+        """Before this run confirms a shape: earlier runs' confirmations there no longer
+        count (their configs are confirmed again, `earlier_confirmed`), so that the whole
+        confirmation, baselines included, comes from this run."""
+        with self.lock:
+            rows = self.rows.get(key, [])
+            earlier = [r for r in rows if r.confirmed and r.run_id != self.run_id]
+            again = self.earlier_confirmed.setdefault(key, [])
+            for r in standing(earlier):
+                if r.provider == TRITON and r.status == OK and r.config not in again:
+                    again.append(r.config)
+            self.rows[key] = [r for r in rows if not (r.confirmed and r.run_id != self.run_id)]
 
     def queued(self, count: int, phase: str) -> None:
         if count:
@@ -257,21 +279,32 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
             picks = [r for r in picks if r.config not in contended(mine)]
             run.queued(len(picks), CONTEND)
             yield Batch([task(parse_config_text(r.config), CONTEND) for r in picks], CONTEND)
-    if not request.confirm or (key not in run.measured_now
-                               and not confirmation_unfinished(run.rows.get(key, []))):
+    yield from confirmation(run, key, task, only)
+
+
+def confirmation(run: _Run, key: tuple[str, str], task_of, only: set[str] | None) -> Pipeline:
+    """Step 5, when this run measured the shape or its newest confirmation was cut short:
+    the leaders and every baseline (of this sweep's), in rounds, then the configs that
+    earlier runs confirmed and this one has not."""
+    request = run.request
+    wanted = set(request.baseline_names)
+    if not request.confirm or (key not in run.measured_now and not confirmation_unfinished(
+            run.rows.get(key, []), request.confirm, wanted)):
         return
+    run.set_aside_confirmations(key)
     for _ in range(1 + request.confirm):
-        leaders = leaders_to_confirm(run.rows.get(key, []), request.confirm, only)
+        rows = [r for r in run.rows.get(key, []) if r.provider == TRITON or r.provider in wanted]
+        leaders = leaders_to_confirm(rows, request.confirm, only)
         if not leaders:
             break
         run.queued(len(leaders), CONFIRM)
-        yield Batch([task(parse_config_text(r.config), CONFIRM, r.provider) for r in leaders],
-                    CONFIRM)
+        yield Batch([task_of(parse_config_text(r.config), CONFIRM, r.provider)
+                     for r in leaders], CONFIRM)
     mine = {r.config for r in run.rows.get(key, []) if r.provider == TRITON and r.confirmed}
     stale = [c for c in run.earlier_confirmed.get(key, []) if c not in mine]
     if stale:
         run.queued(len(stale), CONFIRM)
-        yield Batch([task(parse_config_text(c), CONFIRM) for c in stale], CONFIRM)
+        yield Batch([task_of(parse_config_text(c), CONFIRM) for c in stale], CONFIRM)
 
 
 def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
@@ -344,11 +377,28 @@ def _first_pass_times(run: _Run, key: tuple[str, str]) -> dict[str, float | None
 
 
 def pipelines(run: _Run, planned: list[Planned]) -> Iterator[Pipeline]:
-    by_shape: dict[tuple[str, tuple[int, ...]], list[Planned]] = {}
+    for (dtype, sizes), items in by_shape(planned).items():
+        shape = run.request.spec.shape(*sizes)
+        yield tallied(run, dtype, shape, items, shape_pipeline(run, dtype, shape, items))
+
+
+def by_shape(planned: list[Planned]) -> dict[tuple[str, tuple[int, ...]], list[Planned]]:
+    found: dict[tuple[str, tuple[int, ...]], list[Planned]] = {}
     for p in planned:
-        by_shape.setdefault((p.task.dtype, p.task.sizes), []).append(p)
-    for (dtype, sizes), items in by_shape.items():
-        yield shape_pipeline(run, dtype, run.request.spec.shape(*sizes), items)
+        found.setdefault((p.task.dtype, p.task.sizes), []).append(p)
+    return found
+
+
+def tallied(run: _Run, dtype: str, shape, items: list[Planned], pipeline: Pipeline) -> Pipeline:
+    """The shape's pipeline, then its tally (data/tally.py), kept and reported."""
+    yield from pipeline
+    configs = [p for p in items if p.task.provider == TRITON]
+    key = (dtype, str(shape))
+    with run.lock:
+        found = tally(run.request.spec.name, dtype, key[1], run.rows.get(key, []),
+                      len(configs), sum(bool(p.skip_reason) for p in configs))
+        run.tallies[key] = found
+        run.events.shape_finished(found)
 
 
 def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> SweepResult:
@@ -403,8 +453,9 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
     finally:
         for device in devices:
             device.stop()
+    shapes = [run.tallies[(d, str(request.spec.shape(*sizes)))] for d, sizes in by_shape(planned)]
     return SweepResult(run.run_id, results_file, request.configs_file, len(run.records),
-                       len(planned) - len(todo), all_rows, winners)
+                       len(planned) - len(todo), all_rows, winners, shapes)
 
 
 def start_pool(request: SweepRequest, tasks: list[Task],

@@ -41,6 +41,17 @@ class Timeouts:
     measure_s: float = 60.0  # verify + do_bench
 
 
+def exit_text(code: int | None) -> str:
+    """How a child ended, for its crash row: a negative exit code is the signal that killed
+    it (multiprocessing's convention), named as the OS names it."""
+    if code is None or code >= 0:
+        return f"worker exited with code {code}"
+    try:
+        return f"worker killed by {signal.Signals(-code).name} (signal {-code})"
+    except ValueError:  # a number the OS has no name for
+        return f"worker killed by signal {-code}"
+
+
 def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: int,
            visible: str | None = None, env: dict[str, str] | None = None) -> None:
     """The child process: set its environment, make its Attempts, then serve tasks."""
@@ -184,7 +195,7 @@ class Worker:
                     try:  # it may have answered just before it exited
                         return self._outbox.get(timeout=0.5)
                     except queue.Empty:
-                        return ("died", f"worker exited with code {self._process.exitcode}")
+                        return ("died", exit_text(self._process.exitcode))
         return None
 
     def run(self, task: Task, timeouts: Timeouts) -> Outcome:

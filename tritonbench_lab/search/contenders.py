@@ -102,8 +102,19 @@ def leaders_to_confirm(rows: list[Record], count: int,
     return [r for r in wanted if not r.confirmed]
 
 
-def confirmation_unfinished(rows: list[Record]) -> bool:
-    """True when a shape's rows have no confirmations, or when a baseline timed ok has none."""
-    confirmed = {r.provider for r in rows if r.confirmed}
-    timed = {r.provider for r in rows if r.status == OK and r.p50_ms}
-    return not confirmed or any(p != TRITON and p not in confirmed for p in timed)
+def confirmation_unfinished(rows: list[Record], count: int = 1,
+                            baselines: set[str] | None = None) -> bool:
+    """Whether a shape's confirmation is missing or was cut short: true unless the newest
+    run that confirmed anything at it confirmed every baseline timed ok there (of
+    `baselines`, when given) and `count` Triton configs (as many as are ok, when fewer).
+    A sweep confirms a shape whole in one run (sweep.py), so the winner's run holds every
+    baseline it is compared with; a run killed half-way leaves fewer rows than that."""
+    confirmed = [r for r in rows if r.confirmed]
+    if not confirmed:
+        return True
+    newest = [r for r in confirmed if r.run_id == confirmed[-1].run_id]  # in file order
+    timed = {r.provider for r in rows if r.provider != TRITON and r.status == OK and r.p50_ms
+             and (baselines is None or r.provider in baselines)}
+    ok_configs = {r.config for r in rows if r.provider == TRITON and r.status == OK and r.p50_ms}
+    configs = {r.config for r in newest if r.provider == TRITON}
+    return bool(timed - {r.provider for r in newest}) or len(configs) < min(count, len(ok_configs))

@@ -8,6 +8,8 @@
 - against baselines timed in the winner's own run, where >= 64 MB move: softmax rows of
   131,072 columns or more >= 1.5x torch.softmax; layernorm >= 1.3x F.layer_norm and >= 1.0x
   torch.compile; rope >= 1.0x torch.compile.
+- kernels of your own (loaded from their modules): faster than the PyTorch op at each tuned
+  shape, the rule `tritonbench_lab.ops` runs them by.
 Reads configs/, results/<gpu>/<kernel>.csv and ceilings.csv only: no GPU needed.
 """
 
@@ -47,8 +49,8 @@ BASELINE_TARGETS = (
 )
 
 
-def targets_report(layout: Layout, gpu: str) -> tuple[list[str], int]:
-    """(Markdown lines, number of targets missed) for one GPU."""
+def targets_report(layout: Layout, gpu: str, own: tuple[str, ...] = ()) -> tuple[list[str], int]:
+    """(Markdown lines, number of targets missed) for one GPU; `own`: the user's kernels."""
     missed = 0
     out = [f"### matmul: tuned / torch.matmul >= {MATMUL_TARGET} ({gpu})", "",
            "| dtype | shape | tuned TFLOP/s | torch TFLOP/s | ratio | met |",
@@ -81,10 +83,34 @@ def targets_report(layout: Layout, gpu: str) -> tuple[list[str], int]:
             out.append(f"| {w.dtype} | {w.shape} | {moved / 1e6:.0f} | `{w.config}` | "
                        f"{w.throughput:.0f} | {same:.0f} | {w.throughput / same:.2f} | "
                        f"{w.throughput / peak:.2f} | {verdict} |")
-    lines, baseline_missed = _baseline_report(layout, gpu)
-    out += lines + ["", f"{missed + baseline_missed} target(s) missed (row kernels judged "
-                    "against the same-size copy)."]
-    return out, missed + baseline_missed
+    for lines, count in (_baseline_report(layout, gpu), _own_report(layout, gpu, own)):
+        out += lines
+        missed += count
+    out += ["", f"{missed} target(s) missed (row kernels judged against the same-size copy)."]
+    return out, missed
+
+
+def _own_report(layout: Layout, gpu: str, kernels: tuple[str, ...]) -> tuple[list[str], int]:
+    """The user's kernels against the PyTorch op timed in their winners' own runs, at every
+    tuned shape (none: not swept on this GPU, left out)."""
+    out, missed = [], 0
+    for kernel in kernels:
+        winners = load_winners(layout.configs_file(gpu, kernel))
+        if not winners:
+            continue
+        out += ["", f"### {kernel}: winner / the PyTorch op > 1, the rule ops runs it by ({gpu})",
+                "", "| dtype | shape | config | winner ms | op ms | ratio | met |",
+                "|---|---|---|---:|---:|---:|---|"]
+        for w in winners:
+            if w.op_p50_ms is None:
+                out.append(f"| {w.dtype} | {w.shape} | `{w.config}` | {w.p50_ms:.4f} | - | - | "
+                           "n/a (the op was not timed) |")
+                continue
+            ratio = w.op_p50_ms / w.p50_ms
+            missed += ratio <= 1.0
+            out.append(f"| {w.dtype} | {w.shape} | `{w.config}` | {w.p50_ms:.4f} | "
+                       f"{w.op_p50_ms:.4f} | {ratio:.2f}x | {'yes' if ratio > 1.0 else '**no**'} |")
+    return out, missed
 
 
 def _baseline_report(layout: Layout, gpu: str) -> tuple[list[str], int]:

@@ -1,0 +1,74 @@
+"""The sweep's summary: per dtype and shape, configs by status and the first error of each
+kind of failure; a shape with no correct config is named and the command exits 1."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+from helpers.fixture_results import record
+from helpers.paths import PLANTED, REPO
+from rich.console import Console
+
+from tritonbench_lab.cli.sweep_cmd import print_tallies
+from tritonbench_lab.data.tally import tally
+
+
+def sweep_planted(tmp_path, space: dict):
+    space_file = tmp_path / "space.json"
+    space_file.write_text(json.dumps(space))
+    return subprocess.run(
+        [sys.executable, "-m", "tritonbench_lab", "sweep", "planted", "-m", str(PLANTED),
+         "--interpret", "--root", str(tmp_path / "out"), "--space", str(space_file)],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={**os.environ, "COLUMNS": "80"})  # a log's width: nothing may be cut or wrapped
+
+
+def test_a_sweep_where_every_config_fails_says_why_and_exits_1(tmp_path):
+    # Every config of the space a wrong result or a compile error.
+    result = sweep_planted(tmp_path, {"MODE": [1, 4]})
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert "fp32 1000: 4 configs: 2 compile_error, 2 wrong_result: no correct config" in lines
+    assert "  compile_error: InterpreterError: AssertionError('planted compile error')" in lines
+    assert any(line.startswith("  wrong_result: max |error| 1 is ") for line in lines)
+    assert "match" not in result.stdout and "│" not in result.stdout  # no empty winners table
+    assert "no winners" in result.stdout
+    assert result.stderr.splitlines()[-1] == (
+        "tlab: no correct config at 1 of 1 shape(s): fp32 1000 (the summary above says why)")
+    assert "Traceback" not in result.stderr
+    # The rows are kept; no configs file is written.
+    assert (tmp_path / "out" / "results" / "interpreter" / "planted.csv").exists()
+    assert not (tmp_path / "out" / "configs").exists()
+
+
+def test_a_sweep_with_a_correct_config_at_every_shape_exits_0_and_counts_its_failures(tmp_path):
+    result = sweep_planted(tmp_path, {"MODE": [0, 1], "BLOCK": [128]})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "fp32 1000: 2 configs: 1 ok, 1 wrong_result" in lines
+    assert any(line.startswith("  wrong_result: ") for line in lines)
+    assert "all 1 match" in result.stdout
+
+
+def test_tallies_print_one_unwrapped_line_each_and_return_the_shapes_without_a_correct_one():
+    crash = "worker killed by SIGSEGV (signal 11) " + "[detail] " * 40  # long, with brackets
+    rows = [record("triton", "ROWS=1 num_warps=4", "64x1024", 1.0),
+            record("triton", "ROWS=2 num_warps=4", "64x1024", 1.0, status="crash"),
+            record("triton", "ROWS=1 num_warps=4", "64x4096", 1.0, status="crash")]
+    rows = [r if r.status != "crash" else dataclasses.replace(r, error=crash, p50_ms=None)
+            for r in rows]
+    good = tally("softmax", "fp32", "64x1024", rows, configs=3, skipped=1)
+    bad = tally("softmax", "fp32", "64x4096", rows, configs=2, skipped=0)
+    console = Console(record=True, width=80)
+    assert print_tallies([good, bad], console) == [bad]
+    text = console.export_text()
+    assert text.splitlines() == [
+        "fp32 64x1024: 3 configs: 1 ok, 1 skipped, 1 crash",
+        f"  crash: {crash.strip()[:157]}...",
+        "fp32 64x4096: 2 configs: 1 crash, 1 not tried: no correct config",
+        f"  crash: {crash.strip()[:157]}...",
+    ]

@@ -1,0 +1,143 @@
+"""Your own kernel from model code: `ops.kernel(name)` returns it as a function of its inputs
+that runs tlab's kernel under the committed config where the measurements say it beats the
+PyTorch op, and the op (the spec's `torch` baseline) elsewhere; `tuned.lookup` serves it too.
+Both find a kernel loaded, named with its module, or listed in the current folder's
+pyproject.toml, and read the configs/ folder of its project."""
+
+import pytest
+import torch
+from helpers.backend import INTERPRETING
+from helpers.fixture_results import winner, write_winners
+from helpers.paths import REPO
+
+from tritonbench_lab import ops, tuned
+from tritonbench_lab.errors import TlabError
+
+SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
+TUNED = "BLOCK=256 num_warps=2"
+EXAMPLE = (REPO / "examples" / "axpy.py").read_text()
+ALPHA = 0.75  # examples/axpy.py's
+DEVICE = "cpu" if INTERPRETING else "cuda"
+
+
+def _kernel_module(folder, name: str, shape_of: bool = True):
+    """examples/axpy.py under another name (each test registers a kernel of its own: the
+    registry lives as long as the process), with or without its shape_of."""
+    source = EXAMPLE.replace('name="axpy"', f'name="{name}"')
+    if not shape_of:
+        source = source.replace("    shape_of=", "    # shape_of=")
+    assert source != EXAMPLE and "shape_of=" in EXAMPLE
+    path = folder / "kernels" / f"{name}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return path
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """TEST DATA: a user's project folder, the current folder, whose configs/ hold winners of
+    its kernels (written by each test) at n=1000: tlab's kernel 2x the PyTorch op."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(tuned.CONFIG_DIR_ENV, raising=False)
+    monkeypatch.setattr(ops, "RECHECK_S", 0.0)
+    tuned.clear_cache()
+    ops.clear()
+    yield tmp_path
+    tuned.clear_cache()
+    ops.clear()
+
+
+def _tuned_at_1000(project, name):
+    write_winners(project / "configs" / SLUG / f"{name}.csv", [
+        winner("1000", TUNED, dtype="fp32", kernel=name, p50_ms=1.0, op_p50_ms=2.0)])
+
+
+def _inputs(n):
+    gen = torch.Generator().manual_seed(n)
+    x, y = (torch.randn(n, generator=gen).to(DEVICE) for _ in range(2))
+    return x, y
+
+
+def test_your_kernel_runs_tuned_where_it_beats_the_op_and_the_op_elsewhere(project):
+    _kernel_module(project, "axpy_runs")
+    _tuned_at_1000(project, "axpy_runs")
+    axpy = ops.kernel("axpy_runs", module="kernels/axpy_runs.py")
+    x, y = _inputs(1000)
+    z = axpy(x=x, y=y)  # the shape from the spec's shape_of
+    assert isinstance(z, torch.Tensor)
+    torch.testing.assert_close(z, ALPHA * x + y)
+    launch = ops.bound_launch("axpy_runs", torch.float32, (1000,), x.get_device())
+    assert launch is not None  # tlab's kernel ran, under the tuned config
+    torch.testing.assert_close(axpy({"x": x, "y": y}), z)  # a dict works the same, memoised
+    assert ops.bound_launch("axpy_runs", torch.float32, (1000,), x.get_device()) is launch
+    far_x, far_y = _inputs(5000)  # more than 2x from any tuned shape: the PyTorch op
+    torch.testing.assert_close(axpy(x=far_x, y=far_y), ALPHA * far_x + far_y)
+    assert ops.bound_launch("axpy_runs", torch.float32, (5000,), far_x.get_device()) is None
+    assert "tuned here: 2.00x" in ops.explain("axpy_runs", "fp32", "1000", gpu=SLUG).reason
+
+
+def test_without_shape_of_the_sizes_come_as_keywords_named_by_the_dims(project):
+    _kernel_module(project, "axpy_sized", shape_of=False)
+    _tuned_at_1000(project, "axpy_sized")
+    axpy = ops.kernel("axpy_sized", module=str(project / "kernels" / "axpy_sized.py"))
+    x, y = _inputs(1000)
+    torch.testing.assert_close(axpy(x=x, y=y, n=1000), ALPHA * x + y)
+    assert ops.bound_launch("axpy_sized", torch.float32, (1000,), x.get_device()) is not None
+    with pytest.raises(TlabError, match=r"axpy_sized needs its sizes as keywords \(n=\.\.\.\)"):
+        axpy(x=x, y=y)
+
+
+def test_nothing_tuned_calls_the_op(project):
+    _kernel_module(project, "axpy_untuned")
+    axpy = ops.kernel("axpy_untuned", module="kernels/axpy_untuned.py")
+    x, y = _inputs(1000)
+    torch.testing.assert_close(axpy(x=x, y=y), ALPHA * x + y)
+    assert ops.bound_launch("axpy_untuned", torch.float32, (1000,), x.get_device()) is None
+
+
+def test_a_configs_folder_of_your_choice(project, tmp_path_factory):
+    _kernel_module(project, "axpy_elsewhere")
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    _tuned_at_1000(elsewhere, "axpy_elsewhere")
+    axpy = ops.kernel("axpy_elsewhere", module="kernels/axpy_elsewhere.py",
+                      configs=elsewhere / "configs")
+    x, y = _inputs(1000)
+    torch.testing.assert_close(axpy(x=x, y=y), ALPHA * x + y)
+    assert ops.bound_launch("axpy_elsewhere", torch.float32, (1000,), x.get_device(),
+                            directory=(elsewhere / "configs").resolve()) is not None
+
+
+def test_lookup_reads_the_configs_of_a_loaded_kernels_project(project):
+    """Before: a user kernel's lookup read tlab's own configs/ (or $TLAB_CONFIG_DIR), so its
+    winners came back only with the internals (`TLAB_CONFIG_DIR`, `gpu=`)."""
+    from tritonbench_lab.kernels import load_kernel_module
+
+    load_kernel_module(_kernel_module(project, "axpy_loaded"))
+    _tuned_at_1000(project, "axpy_loaded")
+    assert tuned.lookup("axpy_loaded", torch.float32, n=1000) == {"BLOCK": 256, "num_warps": 2}
+
+
+def test_a_kernel_the_current_folders_pyproject_lists_needs_no_loading(project):
+    _kernel_module(project, "axpy_listed")
+    (project / "pyproject.toml").write_text(
+        '[tool.tlab]\nkernel-modules = ["kernels/axpy_listed.py"]\n')
+    _tuned_at_1000(project, "axpy_listed")
+    assert tuned.lookup("axpy_listed", "fp32", n=1000) == {"BLOCK": 256, "num_warps": 2}
+    x, y = _inputs(1000)
+    torch.testing.assert_close(ops.kernel("axpy_listed")(x=x, y=y), ALPHA * x + y)
+    assert ops.bound_launch("axpy_listed", torch.float32, (1000,), x.get_device()) is not None
+
+
+def test_what_cannot_be_served_is_one_line(project):
+    with pytest.raises(TlabError, match="unknown kernel 'nobody'.*list its module in "
+                       r"\[tool.tlab\] kernel-modules of pyproject.toml") as caught:
+        ops.kernel("nobody")
+    assert "\n" not in str(caught.value)
+    path = _kernel_module(project, "axpy_named")
+    with pytest.raises(TlabError, match="defines no kernel 'other' .it defines axpy_named."):
+        ops.kernel("other", module=path)
+    source = EXAMPLE.replace('name="axpy"', 'name="axpy_no_op"').replace(
+        'baselines={"torch": torch_axpy}', 'baselines={"mine": torch_axpy}')
+    (project / "no_op.py").write_text(source)
+    with pytest.raises(TlabError, match="axpy_no_op has no 'torch' baseline"):
+        ops.kernel("axpy_no_op", module="no_op.py")
