@@ -55,3 +55,10 @@ def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     assert "ops eager >= 1.10x PyTorch eager, prefill: 1.250x (met)" in text
     assert "worst 0.962x (1b prefill 1x2048, tlab compiled; missed)" in text
     assert "graph breaks in the 1b block with tlab's ops: 3 (missed; target 0)" in text
+
+
+def test_the_block_with_tlabs_ops_compiles_without_a_graph_break():
+    """What `tlab model-bench` reports as graph breaks, at the tiny width: the registered ops
+    (runtime/library.py) keep the whole block one graph."""
+    assert mb.graph_breaks(TINY, LOADS[0], torch.float32, "cpu") == 0
+    assert mb.graph_breaks(TINY, LOADS[1], torch.float32, "cpu") == 0

@@ -11,6 +11,7 @@ from helpers.fixture_results import winner, write_winners
 from helpers.paths import REPO
 
 from tritonbench_lab import ops, tuned
+from tritonbench_lab.runtime import dispatch
 from tritonbench_lab.errors import TlabError
 
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
@@ -39,7 +40,7 @@ def project(tmp_path, monkeypatch):
     its kernels (written by each test) at n=1000: tlab's kernel 2x the PyTorch op."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(tuned.CONFIG_DIR_ENV, raising=False)
-    monkeypatch.setattr(ops, "RECHECK_S", 0.0)
+    monkeypatch.setattr(dispatch, "RECHECK_S", 0.0)
     tuned.clear_cache()
     ops.clear()
     yield tmp_path
