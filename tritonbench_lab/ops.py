@@ -23,11 +23,17 @@ Two kinds of call go elsewhere, decided before anything else:
 - Inside torch.compile (and torch.export), the op registered as `torch.ops.tlab.<name>`
   (runtime/library.py): one node of the graph, no break, that makes the same per-shape
   decision when it runs, for every shape a dynamic dimension takes.
+
+To tune the shapes a program really calls, record them (runtime/recording.py) and sweep the
+file: `with record_shapes("shapes.csv"): model(x)` (or TLAB_RECORD_SHAPES=shapes.csv in the
+environment), then `tlab sweep --shapes-from shapes.csv`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -41,7 +47,7 @@ from tritonbench_lab.kernels import matmul as _matmul
 from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
-from tritonbench_lab.runtime import library
+from tritonbench_lab.runtime import library, recording
 from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public decision API
     NEAR,
     NEAR_MARGIN,
@@ -60,7 +66,8 @@ from tritonbench_lab.tuned import ordered_sizes, spec_of
 
 __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
            "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
-           "matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add"]
+           "matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add",
+           "record_shapes"]
 
 # What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
 _DTYPES = {name: frozenset(get_spec(name).dtypes) for name in
@@ -74,6 +81,28 @@ def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
         return GRAD
     return GRAPH if torch.compiler.is_compiling() else None
+
+
+@contextlib.contextmanager
+def record_shapes(path: str | os.PathLike) -> Iterator[Path]:
+    """Within the block, append each new kernel, dtype, shape and device ops decides for
+    to `path` (a CSV of `Called` rows, kept across runs), with how near the GPU's tuned
+    shapes it is; `tlab sweep --shapes-from PATH` then tunes them. Only calls that reach the
+    decision record: under autograd (an input requiring grad) ops calls the PyTorch op
+    without one, so record under torch.inference_mode()."""
+    before = recording.recording()
+    recording.start(path)
+    clear()  # every shape's next call decides afresh, and so records
+    try:
+        yield Path(path)
+    finally:
+        if before is None:
+            recording.stop()
+        else:
+            recording.start(before)
+
+
+recording.start_from_environment()  # TLAB_RECORD_SHAPES=FILE: from the first call on
 
 
 # --- any kernel, your own included -----------------------------------------------------------

@@ -9,10 +9,10 @@ from helpers.backend import INTERPRETING
 from helpers.fixture_results import winner, write_winners
 
 from tritonbench_lab import ops, tuned
-from tritonbench_lab.runtime import dispatch
 from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.ops import NEAR_MARGIN, decide
+from tritonbench_lab.runtime import dispatch
 
 A = "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 TMA=0"
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()

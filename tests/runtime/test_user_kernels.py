@@ -11,8 +11,8 @@ from helpers.fixture_results import winner, write_winners
 from helpers.paths import REPO
 
 from tritonbench_lab import ops, tuned
-from tritonbench_lab.runtime import dispatch
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.runtime import dispatch
 
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
 TUNED = "BLOCK=256 num_warps=2"

@@ -38,9 +38,20 @@ from pathlib import Path
 import torch
 
 from tritonbench_lab.data.portability import describe
-from tritonbench_lab.data.records import TFLOPS, TORCH_OP, TRITON, parse_config_text
+from tritonbench_lab.data.records import (
+    HERE,
+    NEARBY,
+    ON_CPU,
+    REFUSED,
+    TFLOPS,
+    TORCH_OP,
+    TRITON,
+    UNTUNED,
+    parse_config_text,
+)
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec
+from tritonbench_lab.runtime import recording
 from tritonbench_lab.shapes import shape_sizes, shape_text
 from tritonbench_lab.spec import parse_dtype, triton_interpreting
 from tritonbench_lab.tuned import (
@@ -76,6 +87,7 @@ class Choice:
     reason: str
     captured: str = TORCH_OP  # under capture the launches replay without host time
     eager_speedup: float | None = None  # the same with each call's host time (eager_time)
+    tuned: str = UNTUNED  # HERE, NEARBY (within NEAR) or UNTUNED: what the rows are to this shape
 
     @property
     def uses_triton(self) -> bool:
@@ -140,7 +152,8 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                       f"16 / 8 / neither) tuned in {found.path.parent.name}")
     if row.op_p50_ms is None:
         return Choice(kernel, name, shape, TORCH_OP, None, row.shape, None,
-                      f"the PyTorch op was not timed at {row.shape}")
+                      f"the PyTorch op was not timed at {row.shape}",
+                      tuned=HERE if found.exact else UNTUNED)
     speedup = row.op_p50_ms / row.p50_ms
     scale = 1.0 if found.exact else work_ratio(kernel, dtype, sizes, shape_sizes(row.shape))
     eager = eager_speedup(row, scale)
@@ -170,7 +183,8 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                        f"in a CUDA graph {'tlab' if wins else 'the op'}")
     config = parse_config_text(row.config) if wins or eager_wins else None
     return Choice(kernel, name, shape, TRITON if eager_wins else TORCH_OP, config, row.shape,
-                  speedup, reason, TRITON if wins else TORCH_OP, eager)
+                  speedup, reason, TRITON if wins else TORCH_OP, eager,
+                  HERE if found.exact else NEARBY)
 
 
 def explain(kernel: str, dtype, shape: str | tuple[int, ...], *, gpu: str | None = None,
@@ -280,19 +294,24 @@ def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
     kernel's spec refuses the shape (check_shape), and where the configs say so (decide).
     `bind` binds a config (default: the spec's, KernelSpec.bound)."""
     if device < 0 and not triton_interpreting():  # CPU tensors only in the interpreter
+        recording.note(kernel, dtype_key(dtype), shape_text(sizes), "cpu", ON_CPU, "")
         return None, None
+    if device not in _slugs:
+        _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
     spec = get_spec(kernel)
     try:
         spec.check_shape(spec.shape(*sizes))
     except TlabError:
+        recording.note(kernel, dtype_key(dtype), shape_text(sizes), _slugs[device], REFUSED,
+                       TORCH_OP)
         return None, None
-    if device not in _slugs:
-        _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
     folder = Path(directory or config_dir(kernel))
     _folders.setdefault(folder, _files(folder))  # watched from now on (_configs_changed)
     choice = decide(kernel, dtype, sizes, gpu=_slugs[device], directory=folder)
     log.debug("tlab ops: %s %s %s on %s: %s, captured %s (%s)", kernel, choice.dtype,
               choice.shape, _slugs[device], choice.provider, choice.captured, choice.reason)
+    recording.note(kernel, choice.dtype, choice.shape, _slugs[device], choice.tuned,
+                   choice.provider)
     config = spec.complete(choice.config) if choice.config is not None else None
     launch = None if config is None else bind(config) if bind else spec.bound(config)
     return (launch if choice.uses_triton else None,
