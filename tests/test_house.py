@@ -30,7 +30,7 @@ ALLOWED = {
     "data": {"errors", "shapes"},
     "views": {"errors", "shapes", "space", "data"},
     "search": {"errors", "shapes", "space", "data", "tuned"},
-    "runtime": {"errors"},
+    "runtime": CONTRACT | {"tuned", "data", "kernels"},
     "kernels": {"errors", "space", "spec"},
     "measure": CONTRACT | {"tuned", "data", "search", "runtime", "kernels"},
     "gates": CONTRACT | {"tuned", "ops", "data", "measure", "runtime", "views", "kernels"},

@@ -9,47 +9,37 @@ and any kernel tlab knows, your own included, as a function of its inputs:
     axpy = kernel("axpy")  # listed in ./pyproject.toml, or kernel("axpy", module="axpy.py")
     z = axpy(x=x, y=y)
 
-Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then memoised:
+Each call runs tlab's kernel, under the config tuned for its shape on this GPU, where the
+committed measurements say it beats the PyTorch op, and the op itself everywhere else
+(torch.matmul, F.gelu of torch.addmm, torch.softmax, F.rms_norm, F.layer_norm, the rotate-half
+formulation of RoPE, torch.add); the decision, made once per kernel, dtype, shape and device,
+is runtime/dispatch.py's, and `explain` (or `tlab explain`) says what it is and why.
 
-- tlab's kernel, under the config tuned for that shape on that GPU, where the committed
-  measurements say it beats the PyTorch op: at the exact shape, when its time there is below
-  the op's; at the nearest tuned shape of the same alignment class (tuned.lookup's rule), when
-  that shape is within NEAR of this one and the kernel beat the op there by at least
-  NEAR_MARGIN (a config carried to another shape keeps most, not all, of its lead);
-- otherwise the PyTorch op itself (torch.matmul, F.gelu of torch.addmm, torch.softmax,
-  F.rms_norm, F.layer_norm, the rotate-half formulation of RoPE, torch.add): untuned shapes
-  far from any tuned one, inputs the kernel cannot take (CPU tensors without Triton's
-  interpreter, other dtypes, operands tensor descriptors cannot describe), no configs file.
+Two kinds of call go elsewhere, decided before anything else:
 
-"Time" means two things, and the rule is applied to each. Called eagerly, one op after
-another from Python, a call takes the longer of its GPU time and its host time (eager_time):
-a kernel of a few microseconds waits for its launch, and tlab's launch through Triton holds
-the host longer than most PyTorch ops. Captured in a CUDA graph, launches replay without
-host time, and GPU time alone decides. Where the two choices differ, each call asks whether
-its stream is capturing. From a nearby tuned shape, GPU times carry over scaled by the work
-(work_ratio), host times as they are. Configs written before the sweeps timed host times
-have none; there eager calls follow the GPU times.
+- Where autograd needs the result (grad enabled and an input that requires grad), the
+  PyTorch op: tlab's kernels are forward-only, and the op's gradient is the right one. In
+  inference, run under torch.inference_mode() (or no_grad) to get tlab's kernels.
+- Inside torch.compile (and torch.export), the op registered as `torch.ops.tlab.<name>`
+  (runtime/library.py): one node of the graph, no break, that makes the same per-shape
+  decision when it runs, for every shape a dynamic dimension takes.
 
-`explain(kernel, dtype, shape)` and `tlab explain` show the choice and why; each choice is also
-logged once at debug level (logger "tritonbench_lab.ops"). The configs file is looked at again
-at most once every RECHECK_S seconds, and choices are made afresh when it changed.
+To tune the shapes a program really calls, record them (runtime/recording.py) and sweep the
+file: `with record_shapes("shapes.csv"): model(x)` (or TLAB_RECORD_SHAPES=shapes.csv in the
+environment), then `tlab sweep --shapes-from shapes.csv`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import logging
-import math
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
+import contextlib
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from tritonbench_lab.data.portability import describe
-from tritonbench_lab.data.records import TFLOPS, TORCH_OP, TRITON, parse_config_text
+from tritonbench_lab.data.records import TORCH_OP
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels import layernorm as _layernorm
@@ -57,268 +47,62 @@ from tritonbench_lab.kernels import matmul as _matmul
 from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
-from tritonbench_lab.shapes import shape_sizes, shape_text
-from tritonbench_lab.spec import parse_dtype, triton_interpreting
-from tritonbench_lab.tuned import (
-    alignment_class,
-    config_dir,
-    current_gpu_slug,
-    dtype_key,
-    find,
-    ordered_sizes,
-    spec_of,
+from tritonbench_lab.runtime import library, recording
+from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public decision API
+    NEAR,
+    NEAR_MARGIN,
+    RECHECK_S,
+    Choice,
+    bound_launch,
+    clear,
+    decide,
+    eager_speedup,
+    eager_time,
+    explain,
+    plan,
+    work_ratio,
 )
+from tritonbench_lab.tuned import ordered_sizes, spec_of
 
-log = logging.getLogger(__name__)
+__all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
+           "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
+           "matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add",
+           "record_shapes"]
 
 # What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
 _DTYPES = {name: frozenset(get_spec(name).dtypes) for name in
            ("matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add")}
-
-# A tuned shape counts as near when its sizes are within a factor of NEAR in all (the sum of
-# |log2| ratios over dims is at most log2(NEAR)), and tlab's kernel is then used only where it
-# beat the op there by NEAR_MARGIN or more.
-NEAR = 2.0
-NEAR_MARGIN = 1.10
-RECHECK_S = 1.0
+GRAD, GRAPH = "grad", "graph"
 
 
-@dataclass(frozen=True)
-class Choice:
-    """What ops runs for one kernel, dtype, shape and device, and why: `provider` for a call
-    from Python (eager), `captured` for a call while a CUDA graph is being captured."""
-
-    kernel: str
-    dtype: str
-    shape: str
-    provider: str  # TRITON (tlab's kernel) or TORCH_OP (the PyTorch op), as rows name them
-    config: dict | None  # the tuned config when either provider is triton
-    tuned_shape: str | None  # the row the decision rests on
-    speedup: float | None  # the op's GPU time / the kernel's, measured at tuned_shape
-    reason: str
-    captured: str = TORCH_OP  # under capture the launches replay without host time
-    eager_speedup: float | None = None  # the same with each call's host time (eager_time)
-
-    @property
-    def uses_triton(self) -> bool:
-        return self.provider == TRITON
-
-    @property
-    def captured_uses_triton(self) -> bool:
-        return self.captured == TRITON
+def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
+    """GRAD where autograd needs this call's result, GRAPH inside torch.compile, else None
+    (the eager path: the per-shape decision)."""
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
+        return GRAD
+    return GRAPH if torch.compiler.is_compiling() else None
 
 
-def eager_time(gpu_ms: float, host_ms: float | None) -> float | None:
-    """The time of a call in a program that calls one op after another from Python: the
-    longer of its GPU time and its host time (the launch's own; a short kernel's GPU waits
-    for it). None when the host time was not recorded (configs from before it was)."""
-    return None if host_ms is None else max(gpu_ms, host_ms)
-
-
-def eager_speedup(row, scale: float = 1.0) -> float | None:
-    """The PyTorch op's eager time over tlab's kernel's at a configs row (Winner), its GPU
-    times scaled by `scale` (work_ratio, for a nearby shape); None without host times."""
-    if row.op_p50_ms is None:
-        return None
-    mine = eager_time(row.p50_ms * scale, row.host_ms)
-    theirs = eager_time(row.op_p50_ms * scale, row.op_host_ms)
-    return theirs / mine if mine and theirs else None
-
-
-def work_ratio(kernel: str, dtype, sizes: tuple[int, ...], tuned: tuple[int, ...]) -> float:
-    """The work of a call at `sizes` over that at the tuned shape, by the kernel's cost model
-    (FLOPs for a TFLOP/s kernel, bytes moved for a GB/s one): how GPU times carry to a nearby
-    shape, where host times stay as they are."""
-    spec = get_spec(kernel)
-    dims, dtype = len(spec.dims), parse_dtype(dtype_key(dtype))
-    here, there = (spec.cost(spec.shape(*s[:dims]), dtype) for s in (sizes, tuned))
-    if spec.metric == TFLOPS:
-        return here.flops / there.flops
-    return here.bytes / there.bytes
-
-
-def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
-           directory: Path | None = None) -> Choice:
-    """The choice for these sizes (in the kernel's dims order), from the configs only. The
-    same rule twice: on GPU times (what a CUDA graph replays), and on eager times, where the
-    configs record both sides' host time (else eager calls follow the GPU times). Where the
-    configs are another GPU's (trusted here by the portability measurement), the reason says
-    whose and what the trust rests on."""
-    found = find(kernel, dtype, sizes, gpu=gpu, directory=directory)
-    choice = _decide(kernel, dtype, sizes, found)
-    if found.borrowed is None:
-        return choice
-    return dataclasses.replace(choice, reason=f"{choice.reason}; from {describe(found.borrowed)}")
-
-
-def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
-    shape = shape_text(sizes)
-    name = dtype_key(dtype)
-    row = found.row
-    if row is None:
-        klass = "/".join(map(str, alignment_class(sizes)))
-        return Choice(kernel, name, shape, TORCH_OP, None, None, None,
-                      f"no {name} shape of alignment class {klass} (each size divisible by "
-                      f"16 / 8 / neither) tuned in {found.path.parent.name}")
-    if row.op_p50_ms is None:
-        return Choice(kernel, name, shape, TORCH_OP, None, row.shape, None,
-                      f"the PyTorch op was not timed at {row.shape}")
-    speedup = row.op_p50_ms / row.p50_ms
-    scale = 1.0 if found.exact else work_ratio(kernel, dtype, sizes, shape_sizes(row.shape))
-    eager = eager_speedup(row, scale)
-    if not found.exact and found.distance > math.log2(NEAR) + 1e-9:
-        return Choice(kernel, name, shape, TORCH_OP, None, row.shape, speedup,
-                      f"the nearest tuned shape {row.shape} is more than {NEAR:g}x away",
-                      eager_speedup=eager)
-    if found.exact:
-        wins = speedup > 1.0
-        reason = (f"tuned here: {speedup:.2f}x the PyTorch op" if wins else
-                  f"tuned here, and the PyTorch op was faster ({speedup:.2f}x)")
-    else:
-        wins = speedup >= NEAR_MARGIN
-        reason = (f"nearest tuned shape {row.shape}: {speedup:.2f}x the PyTorch op there" if wins
-                  else f"at the nearest tuned shape {row.shape} tlab's kernel led by "
-                  f"{speedup:.2f}x, less than the {NEAR_MARGIN:.2f}x a nearby shape needs")
-    eager_wins = wins if eager is None else (eager > 1.0 if found.exact else eager >= NEAR_MARGIN)
-    if eager is None:
-        reason += ("; no host times recorded there, so eager calls go by GPU time too "
-                   "(`tlab host-times` on that GPU records them)")
-    else:
-        scaled = "" if found.exact else f"; GPU times x{scale:.2f}, this shape's work"
-        reason += (f"; called eagerly {eager:.2f}x (a call's host time {row.host_ms * 1e3:.0f} "
-                   f"us, the op's {row.op_host_ms * 1e3:.0f} us{scaled})")
-        if eager_wins != wins:
-            reason += (f": eager calls run {'tlab' if eager_wins else 'the op'}, calls captured "
-                       f"in a CUDA graph {'tlab' if wins else 'the op'}")
-    config = parse_config_text(row.config) if wins or eager_wins else None
-    return Choice(kernel, name, shape, TRITON if eager_wins else TORCH_OP, config, row.shape,
-                  speedup, reason, TRITON if wins else TORCH_OP, eager)
-
-
-def explain(kernel: str, dtype, shape: str | tuple[int, ...], *, gpu: str | None = None,
-            directory: Path | None = None) -> Choice:
-    """Why ops would call tlab's kernel or the PyTorch op for this shape ('4096x4096x512')."""
-    sizes = shape_sizes(shape) if isinstance(shape, str) else tuple(shape)
-    return decide(kernel, dtype, sizes, gpu=gpu, directory=directory)
-
-
-# --- the memo -----------------------------------------------------------------------------
-
-_plans: dict[tuple, tuple] = {}  # key -> (eager, captured): a bound launch, or None for the op
-_slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
-_file_state: list = [0.0, None]  # [when last looked at, the default configs folder then]
-_folders: dict[Path, tuple] = {}  # each folder choices were made from -> its files' mtimes
-
-
-def clear() -> None:
-    """Forget every choice (they are made again on the next calls)."""
-    _plans.clear()
-    _slugs.clear()
-    _folders.clear()
-    _file_state[:] = [0.0, None]
-
-
-def _files(folder: Path) -> tuple:
-    files = sorted(folder.glob("*/*.csv")) if folder.is_dir() else []
-    return tuple((str(f), f.stat().st_mtime_ns) for f in files)
-
-
-def _configs_changed(now: float) -> None:
-    """Forget every choice when a configs file changed, or $TLAB_CONFIG_DIR did."""
-    _file_state[0] = now
-    default = config_dir()
-    changed = _file_state[1] not in (None, default)
-    _file_state[1] = default
-    for folder, seen in list(_folders.items()):
-        _folders[folder] = _files(folder)
-        changed = changed or _folders[folder] != seen
-    if changed:
-        _plans.clear()
-
-
-def _key(kernel: str, dtype, sizes: tuple[int, ...], device: int,
-         directory: Path | None = None) -> tuple:
-    return (kernel, dtype, sizes, device) if directory is None else (
-        kernel, dtype, sizes, device, directory)
-
-
-def bound_launch(kernel: str, dtype, sizes: tuple[int, ...], device: int,
-                 captured: bool = False, directory: Path | None = None) -> Callable | None:
-    """The launcher ops bound for a call it has made, eager or under CUDA-graph capture
-    (None: it calls the PyTorch op there); `directory`: the configs folder a TunedKernel
-    was given."""
-    return _plans[_key(kernel, dtype, sizes, device, directory)][1 if captured else 0]
-
-
-def _plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
-          bind: Callable[[dict], Callable] | None = None,
-          directory: Path | None = None) -> Callable | None:
-    """The memoised choice for a call: a bound launch of tlab's kernel, or None for the
-    PyTorch op. `device` is tensor.get_device() (-1 on the CPU): cheaper than .device. Where
-    eager calls and captured ones are decided apart, each call asks which it is.
-    `directory`: the configs folder (default: config_dir(kernel))."""
-    now = time.monotonic()
-    if now - _file_state[0] >= RECHECK_S:
-        _configs_changed(now)
-    key = _key(kernel, dtype, sizes, device, directory)
-    plan = _plans.get(key)
-    if plan is None:
-        plan = _plans[key] = _choose(kernel, dtype, sizes, device, bind, directory)
-        if plan[0] is None and plan[1] is not None:
-            plan = _plans[key] = (_FirstCall(key, plan[1]), plan[1])
-    eager, captured = plan
-    if eager is captured:
-        return eager
-    return captured if _capturing(device) else eager
-
-
-class _FirstCall:
-    """The first eager call of a shape where only calls captured in a CUDA graph run tlab's
-    kernel: it runs tlab's kernel (correct, if slower eagerly, once), so that the kernel is
-    compiled and loaded before a capture (which warm-up calls precede; loading a module
-    during a capture is not safe); from then on eager calls run the op. Reads through to the
-    launch's attributes (matmul's `tma`)."""
-
-    def __init__(self, key: tuple, launch: Callable):
-        self.key, self.launch = key, launch
-
-    def __getattr__(self, name: str):
-        return getattr(self.launch, name)
-
-    def __call__(self, *args, **kwargs):
-        _plans[self.key] = (None, self.launch)
-        return self.launch(*args, **kwargs)
-
-
-def _capturing(device: int) -> bool:
-    """Whether the current CUDA stream is capturing a graph (CPU tensors never are)."""
-    return device >= 0 and torch.cuda.is_current_stream_capturing()
-
-
-def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
-            bind: Callable[[dict], Callable] | None, directory: Path | None = None
-            ) -> tuple[Callable | None, Callable | None]:
-    """(eager launch, captured launch), each None where ops calls the PyTorch op: where the
-    kernel's spec refuses the shape (check_shape), and where the configs say so (decide).
-    `bind` binds a config (default: the spec's, KernelSpec.bound)."""
-    if device < 0 and not triton_interpreting():  # CPU tensors only in the interpreter
-        return None, None
-    spec = get_spec(kernel)
+@contextlib.contextmanager
+def record_shapes(path: str | os.PathLike) -> Iterator[Path]:
+    """Within the block, append each new kernel, dtype, shape and device ops decides for
+    to `path` (a CSV of `Called` rows, kept across runs), with how near the GPU's tuned
+    shapes it is; `tlab sweep --shapes-from PATH` then tunes them. Only calls that reach the
+    decision record: under autograd (an input requiring grad) ops calls the PyTorch op
+    without one, so record under torch.inference_mode()."""
+    before = recording.recording()
+    recording.start(path)
+    clear()  # every shape's next call decides afresh, and so records
     try:
-        spec.check_shape(spec.shape(*sizes))
-    except TlabError:
-        return None, None
-    if device not in _slugs:
-        _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
-    folder = Path(directory or config_dir(kernel))
-    _folders.setdefault(folder, _files(folder))  # watched from now on (_configs_changed)
-    choice = decide(kernel, dtype, sizes, gpu=_slugs[device], directory=folder)
-    log.debug("tlab ops: %s %s %s on %s: %s, captured %s (%s)", kernel, choice.dtype,
-              choice.shape, _slugs[device], choice.provider, choice.captured, choice.reason)
-    config = spec.complete(choice.config) if choice.config is not None else None
-    launch = None if config is None else bind(config) if bind else spec.bound(config)
-    return (launch if choice.uses_triton else None,
-            launch if choice.captured_uses_triton else None)
+        yield Path(path)
+    finally:
+        if before is None:
+            recording.stop()
+        else:
+            recording.start(before)
+
+
+recording.start_from_environment()  # TLAB_RECORD_SHAPES=FILE: from the first call on
 
 
 # --- any kernel, your own included -----------------------------------------------------------
@@ -356,7 +140,7 @@ class TunedKernel:
         tensor = next((v for v in inputs.values()
                        if isinstance(v, torch.Tensor) and v.dtype in spec.dtypes), None)
         if tensor is not None:
-            launch = _plan(spec.name, tensor.dtype, self.sizes(inputs), tensor.get_device(),
+            launch = plan(spec.name, tensor.dtype, self.sizes(inputs), tensor.get_device(),
                            self._bind, self.configs)
             if launch is not None:
                 return launch(inputs)
@@ -384,6 +168,9 @@ def _one(outputs):
 
 
 # --- the ops ------------------------------------------------------------------------------
+# Each op: where autograd needs it, the PyTorch op; inside torch.compile, the registered op
+# (runtime/library.py, which runs the eager op when the graph runs); else the eager op, which
+# makes the per-shape decision. `_torch_*` are the PyTorch ops as the sweeps timed them.
 
 def _takes(launch: Callable | None, a: torch.Tensor, b: torch.Tensor,
            out: torch.Tensor | None) -> bool:
@@ -396,14 +183,24 @@ def _takes(launch: Callable | None, a: torch.Tensor, b: torch.Tensor,
     return not launch.tma or _matmul.tma_ready(a, b, *(() if out is None else (out,))) is None
 
 
+def _into(out: torch.Tensor | None, y: torch.Tensor) -> torch.Tensor:
+    return y if out is None else out.copy_(y)
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """a @ b for 2-D a (M x K) and b (K x N)."""
+    how = _elsewhere(a, b)
+    if how is not None:
+        return _into(out, torch.matmul(a, b) if how == GRAD else _REGISTERED["matmul"](a, b))
     if a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _DTYPES["matmul"]:
-        launch = _plan("matmul", a.dtype, (a.shape[0], b.shape[1], a.shape[1]),
-                       a.get_device())
+        launch = plan("matmul", a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device())
         if _takes(launch, a, b, out):
             return launch(a, b, out)
     return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
+
+
+def _torch_matmul_gelu(a, b, bias, approximate="none"):
+    return F.gelu(torch.addmm(bias, a, b), approximate=approximate)
 
 
 def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximate: str = "none",
@@ -414,48 +211,67 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     form = _matmul_gelu.FORMS.get(approximate)
     if form is None:
         raise ValueError(f"approximate={approximate!r}: accepted are 'none' and 'tanh'")
+    how = _elsewhere(a, b, bias)
+    if how is not None:
+        op = _torch_matmul_gelu if how == GRAD else _REGISTERED["matmul_gelu"]
+        return _into(out, op(a, b, bias, approximate))
     if (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype == bias.dtype
             and a.dtype in _DTYPES["matmul_gelu"] and bias.shape == (b.shape[1],)
             and bias.is_contiguous()):
         kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
-        launch = _plan(kernel, a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device(),
-                       lambda config: _matmul.bind(config, form))
+        launch = plan(kernel, a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device(),
+                      lambda config: _matmul.bind(config, form))
         if _takes(launch, a, b, out):
             return launch(a, b, out, bias)
-    y = F.gelu(torch.addmm(bias, a, b), approximate=approximate)
-    return out.copy_(y) if out is not None else y
+    return _into(out, _torch_matmul_gelu(a, b, bias, approximate))
 
 
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dim of a 2-D x."""
+    how = _elsewhere(x)
+    if how is not None:
+        return _into(out, torch.softmax(x, -1) if how == GRAD else _REGISTERED["softmax"](x))
     if x.ndim == 2 and x.dtype in _DTYPES["softmax"]:
-        launch = _plan("softmax", x.dtype, tuple(x.shape), x.get_device())
+        launch = plan("softmax", x.dtype, tuple(x.shape), x.get_device())
         if launch is not None:
             return launch(x, out)
-    y = torch.softmax(x, dim=-1)
-    return out.copy_(y) if out is not None else y
+    return _into(out, torch.softmax(x, dim=-1))
+
+
+def _torch_rmsnorm(x, weight, eps, residual=None):
+    h = x if residual is None else x + residual
+    y = F.rms_norm(h, (h.shape[-1],), weight, eps)  # what the sweeps timed as "torch"
+    return y if residual is None else (y, h)
 
 
 def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
             residual: torch.Tensor | None = None):
     """RMSNorm of the rows of x, or of x + residual: y, or (y, x + residual) with a residual
     (the fused add_rmsnorm kernel)."""
+    how = _elsewhere(x, weight, residual)
+    if how == GRAD:
+        return _torch_rmsnorm(x, weight, eps, residual)
+    if how == GRAPH:
+        if residual is None:
+            return _REGISTERED["rmsnorm"](x, weight, eps)
+        return _REGISTERED["add_rmsnorm"](x, weight, eps, residual)
     kernel = "rmsnorm" if residual is None else "add_rmsnorm"
     if x.ndim == 2 and x.dtype in _DTYPES["rmsnorm"] and weight.dtype == x.dtype:
-        launch = _plan(kernel, x.dtype, tuple(x.shape), x.get_device())
+        launch = plan(kernel, x.dtype, tuple(x.shape), x.get_device())
         if launch is not None:
             return launch(x, weight, eps, residual)
-    h = x if residual is None else x + residual
-    y = F.rms_norm(h, (h.shape[-1],), weight, eps)  # what the sweeps timed as "torch"
-    return y if residual is None else (y, h)
+    return _torch_rmsnorm(x, weight, eps, residual)
 
 
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
               eps: float = _layernorm.EPS) -> torch.Tensor:
     """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim)."""
-    if (x.ndim == 2 and x.dtype in _DTYPES["layernorm"] and weight.dtype == bias.dtype == x.dtype
-            and weight.shape == bias.shape == (x.shape[1],)):
-        launch = _plan("layernorm", x.dtype, tuple(x.shape), x.get_device())
+    how = _elsewhere(x, weight, bias)
+    if how == GRAPH:
+        return _REGISTERED["layernorm"](x, weight, bias, eps)
+    if (how is None and x.ndim == 2 and x.dtype in _DTYPES["layernorm"]
+            and weight.dtype == bias.dtype == x.dtype and weight.shape == bias.shape == (x.shape[1],)):
+        launch = plan("layernorm", x.dtype, tuple(x.shape), x.get_device())
         if launch is not None:
             return launch(x, weight, bias, eps)
     return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
@@ -467,11 +283,15 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
     k with as many heads as q or fewer (grouped-query attention). The choice is made at q's
     shape (the sweeps tune q and k of one shape; with fewer k heads both the kernel and the
     PyTorch op have less of k to do)."""
-    if (q.ndim == 4 and k.ndim == 4 and k.shape[:2] == q.shape[:2] and k.shape[3] == q.shape[3]
-            and k.shape[2] <= q.shape[2] and k.dtype == q.dtype and q.dtype in _DTYPES["rope"]
-            and q.shape[3] % 2 == 0 and cos.dtype == sin.dtype == torch.float32
+    how = _elsewhere(q, k, cos, sin)
+    if how == GRAPH:
+        return _REGISTERED["rope"](q, k, cos, sin)
+    if (how is None and q.ndim == 4 and k.ndim == 4 and k.shape[:2] == q.shape[:2]
+            and k.shape[3] == q.shape[3] and k.shape[2] <= q.shape[2] and k.dtype == q.dtype
+            and q.dtype in _DTYPES["rope"] and q.shape[3] % 2 == 0
+            and cos.dtype == sin.dtype == torch.float32
             and cos.shape == sin.shape == (q.shape[1], q.shape[3] // 2)):
-        launch = _plan("rope", q.dtype, tuple(q.shape), q.get_device())
+        launch = plan("rope", q.dtype, tuple(q.shape), q.get_device())
         if launch is not None:
             return launch(q, k, cos, sin)
     return _rope.rotate_half_rope(q, k, cos, sin)
@@ -479,9 +299,28 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
 
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x + y for contiguous tensors of one shape and dtype (any number of dims)."""
-    if (x.shape == y.shape and x.dtype == y.dtype and x.dtype in _DTYPES["add"]
+    how = _elsewhere(x, y)
+    if how == GRAPH:
+        return _REGISTERED["add"](x, y)
+    if (how is None and x.shape == y.shape and x.dtype == y.dtype and x.dtype in _DTYPES["add"]
             and x.is_contiguous() and y.is_contiguous()):
-        launch = _plan("add", x.dtype, (x.numel(),), x.get_device())
+        launch = plan("add", x.dtype, (x.numel(),), x.get_device())
         if launch is not None:
             return launch(x, y)
     return torch.add(x, y)
+
+
+# The registered ops (runtime/library.py): each runs the eager op above when a compiled graph
+# runs; each fake is the PyTorch op.
+_REGISTERED = {
+    "matmul": library.define("matmul", matmul, torch.matmul),
+    "matmul_gelu": library.define("matmul_gelu", matmul_gelu, _torch_matmul_gelu),
+    "softmax": library.define("softmax", softmax, lambda x: torch.softmax(x, -1)),
+    "rmsnorm": library.define("rmsnorm", rmsnorm, _torch_rmsnorm),
+    "add_rmsnorm": library.define(
+        "add_rmsnorm", lambda x, w, eps, r: rmsnorm(x, w, eps, r), _torch_rmsnorm),
+    "layernorm": library.define(
+        "layernorm", layernorm, lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps)),
+    "rope": library.define("rope", rope, _rope.rotate_half_rope),
+    "add": library.define("add", add, torch.add),
+}

@@ -155,6 +155,20 @@ def _module_named(name: str):
 SWEEP = ("sweep", "softmax", "--interpret", "--root", "{tmp}")
 
 
+def _recorded(rows: str):
+    def setup(tmp: Path) -> None:
+        name = "calls.csv" if rows else "empty.csv"
+        (tmp / name).write_text("kernel,dtype,shape,gpu_slug,tuned,provider,timestamp\n" + rows)
+    return setup
+
+
+def _foreign_results_file(tmp: Path) -> None:
+    folder = tmp / "results" / "nvidia-h200"
+    folder.mkdir(parents=True)
+    (folder / "softmax.csv").write_text((REPO / "results" / "nvidia-h200" / "softmax.csv")
+                                        .read_text().split("\n", 2)[0] + "\n")
+
+
 def case(id, args, phrases, setup=None, marks=()):
     return pytest.param(list(args), phrases, setup, id=id, marks=marks)
 
@@ -405,6 +419,32 @@ CASES = [
          ["test_my_op.py' exists already"], _module_named("test_my_op.py")),
     case("new-out-a-file", ["new", "my_op", "--out", "{tmp}/afile"],
          ["--out '{tmp}/afile' is not a folder"], _afile),
+    # --shapes-from: a file of recorded calls (ops.record_shapes)
+    case("shapes-from-missing", ["sweep", "--interpret", "--shapes-from", "{tmp}/none.csv"],
+         ["--shapes-from '{tmp}/none.csv': no such file", "ops.record_shapes"]),
+    case("shapes-from-a-results-file", ["sweep", "--interpret", "--shapes-from",
+                                        "{tmp}/results/nvidia-h200/softmax.csv"],
+         ["is not a tlab recorded calls file"], _foreign_results_file),
+    case("shapes-from-empty", ["sweep", "--interpret", "--shapes-from", "{tmp}/empty.csv"],
+         ["no calls recorded in it"], _recorded("")),
+    case("shapes-from-kernel-not-there", ["sweep", "matmul", "--interpret", "--shapes-from",
+                                          "{tmp}/calls.csv"],
+         ["no calls of matmul that the kernel takes", "it holds calls of add"],
+         _recorded("add,fp32,1000,interpreter,none,torch,2026-12-06T00:00:00+00:00\n")),
+    case("shapes-from-dtype-not-there", ["sweep", "add", "--dtype", "fp16", "--interpret",
+                                         "--shapes-from", "{tmp}/calls.csv"],
+         ["no calls of add fp16"],
+         _recorded("add,fp32,1000,interpreter,none,torch,2026-12-06T00:00:00+00:00\n")),
+    case("shapes-from-with-shapes", ["sweep", "add", "--interpret", "--shapes", "100",
+                                     "--shapes-from", "{tmp}/calls.csv"],
+         ["--shapes-from gives the shapes: leave out --sizes and --shapes"],
+         _recorded("add,fp32,1000,interpreter,none,torch,2026-12-06T00:00:00+00:00\n")),
+    case("shapes-from-bad-nearness", ["sweep", "add", "--interpret", "--shapes-from",
+                                      "{tmp}/calls.csv"],
+         ["calls.csv' line 2", "tuned"],
+         _recorded("add,fp32,1000,interpreter,close,torch,2026-12-06T00:00:00+00:00\n")),
+    case("sweep-without-a-kernel", ["sweep", "--interpret"],
+         ["which kernel?", "--shapes-from FILE"]),
     # the kernel contract, checked before a user's kernel is listed or swept: a piece that
     # returns the wrong thing is named in one line (helpers/faulty_kernels.py)
     *[case(f"{command}-{fault}", [*args, "{tmp}/kernels.py"], FAULTS[fault][1],

@@ -79,6 +79,7 @@ def test_schema_documents_every_host_times_column_in_order():
 @pytest.mark.parametrize("heading, name", [
     ("results/<gpu-slug>/portability/<from-gpu>.csv", "Carried"),
     ("configs/<gpu-slug>/carried/<from-gpu>.csv", "Trust"),
+    ("Recorded calls (`ops.record_shapes`, `TLAB_RECORD_SHAPES`)", "Called"),
 ])
 def test_schema_documents_every_portability_column_in_order(heading, name):
     from dataclasses import fields

@@ -12,6 +12,7 @@ from tritonbench_lab import ops, tuned
 from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.ops import NEAR_MARGIN, decide
+from tritonbench_lab.runtime import dispatch
 
 A = "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 TMA=0"
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
@@ -27,7 +28,7 @@ def configs(tmp_path, monkeypatch):
         winner("4096x4096x4096", A, dtype="fp32", p50_ms=1.0, op_p50_ms=0.9),
     ])
     monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(ops, "RECHECK_S", 0.0)
+    monkeypatch.setattr(dispatch, "RECHECK_S", 0.0)
     tuned.clear_cache()
     ops.clear()
     yield tmp_path
@@ -131,7 +132,7 @@ def test_ops_switch_per_call_between_eager_and_captured_choices(configs, device,
     real_softmax = torch.softmax
     monkeypatch.setattr(torch, "softmax", lambda *a, **k: calls.append("op") or real_softmax(*a, **k))
     for capturing in (False, False, True, False):
-        monkeypatch.setattr(ops, "_capturing", lambda device, capturing=capturing: capturing)
+        monkeypatch.setattr(dispatch, "_capturing", lambda device, capturing=capturing: capturing)
         torch.testing.assert_close(ops.softmax(x), real_softmax(x.double(), -1).float())
     # The first eager call runs tlab's kernel (compiled and loaded before any capture), the
     # next eager ones the op; the "captured" one tlab's kernel.
@@ -401,9 +402,9 @@ def test_a_shape_the_kernels_spec_refuses_goes_to_the_op_without_a_decision(monk
     def decide(*args, **kwargs):
         raise AssertionError("decided a shape the spec refuses")
 
-    monkeypatch.setattr(ops, "decide", decide)
+    monkeypatch.setattr(dispatch, "decide", decide)
     too_wide = (1, 2**24 + 1)
     with pytest.raises(TlabError, match="at most"):
         get_spec("softmax").check_shape(get_spec("softmax").shape(*too_wide))
-    assert ops._choose("softmax", torch.float32, too_wide, -1, None) == (None, None)
-    assert ops._choose("add", torch.float32, (0,), -1, None) == (None, None)
+    assert dispatch._choose("softmax", torch.float32, too_wide, -1, None) == (None, None)
+    assert dispatch._choose("add", torch.float32, (0,), -1, None) == (None, None)

@@ -12,6 +12,7 @@ from helpers.paths import REPO
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.runtime import dispatch
 
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
 TUNED = "BLOCK=256 num_warps=2"
@@ -39,7 +40,7 @@ def project(tmp_path, monkeypatch):
     its kernels (written by each test) at n=1000: tlab's kernel 2x the PyTorch op."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(tuned.CONFIG_DIR_ENV, raising=False)
-    monkeypatch.setattr(ops, "RECHECK_S", 0.0)
+    monkeypatch.setattr(dispatch, "RECHECK_S", 0.0)
     tuned.clear_cache()
     ops.clear()
     yield tmp_path

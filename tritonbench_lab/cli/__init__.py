@@ -27,6 +27,7 @@ from tritonbench_lab.cli import (
     export_cmd,
     hosttimes_cmd,
     list_cmd,
+    modelbench_cmd,
     new_cmd,
     opsbench_cmd,
     plot_cmd,
@@ -74,6 +75,7 @@ portability_cmd.register(app)
 targets_cmd.register(app)
 explain_cmd.register(app)
 opsbench_cmd.register(app)
+modelbench_cmd.register(app)
 compile_cmd.register(app)
 archive_cmd.register(app)
 new_cmd.register(app)

@@ -16,9 +16,9 @@ from tritonbench_lab.cli.options import (
     Dtypes,
     Interpret,
     KernelModules,
-    KernelName,
     OldOut,
     Root,
+    complete_kernels,
     kernel_modules_of,
     prepare,
 )
@@ -58,7 +58,10 @@ def _first_pass_budget(rep_ms: int):
 
 
 def sweep(
-    kernel: KernelName,
+    kernel: Annotated[str | None, typer.Argument(
+        metavar="[KERNEL]", help="Kernel (see `tlab list`); with --shapes-from, default: each "
+        "kernel the file holds calls of, one sweep after another.",
+        autocompletion=complete_kernels, show_default=False)] = None,
     dtype: Dtypes = None,
     sizes: Annotated[str | None, typer.Option(
         "--sizes", metavar="SIZES",
@@ -70,6 +73,11 @@ def sweep(
         "--shapes", metavar="SHAPES",
         help="Explicit shapes, comma-separated, e.g. 8192x1024,4096x4096x512.",
         show_default=False)] = None,
+    shapes_from: Annotated[Path | None, typer.Option(
+        "--shapes-from", metavar="FILE",
+        help="The shapes and dtypes a program called tritonbench_lab.ops with, as recorded "
+        "by ops.record_shapes or TLAB_RECORD_SHAPES=FILE (docs/runtime.md). Shapes the kernel "
+        "refuses are left out.", show_default=False)] = None,
     space: Annotated[str, typer.Option(
         "--space", metavar="SPACE",
         help="Config space: 'full', 'default' (the untuned config only), or a JSON "
@@ -161,6 +169,9 @@ def sweep(
     are kept); 2 for bad input, refused before anything is measured or written; 130 when
     interrupted (the rows measured so far are kept: run the command again to resume).
     """
+    if shapes_from is not None and kernel is None:
+        return _sweep_each_recorded(dict(locals()))
+    dtype, shapes = _recorded(shapes_from, kernel, dtype, sizes, shapes)
     if interpret is not True and backend == "local" and (
             fresh or _nothing_measured_yet(old_out or root, kernel)):
         children.start_early()  # first: the imports below start torch; see the helper
@@ -228,6 +239,53 @@ def _refuse_contradictions(backend: str, ray_address: str | None, rep_ms: int,
         raise TlabError(f"--first-rep-ms {first_rep_ms} is above --rep-ms {rep_ms}: the first "
                         "pass only ranks the configs, on a shorter budget than the full one "
                         "(0: no first pass)")
+
+
+def _recorded(path: Path | None, kernel: str | None, dtype: list[str] | None,
+              sizes: str | None, shapes: str | None) -> tuple[list[str] | None, str | None]:
+    """--dtype and --shapes, from --shapes-from for one kernel where it is given: the dtypes
+    recorded (or those of --dtype among them) and the shapes recorded for it."""
+    # late: `tlab --help` imports no torch (nor runtime/)
+    from tritonbench_lab.cli.options import known_dtypes
+    from tritonbench_lab.runtime.recording import recorded_kernels, recorded_shapes
+
+    if kernel is None:
+        raise TlabError("which kernel? name one (`tlab list`), or give --shapes-from FILE")
+    if path is None:
+        return dtype, shapes
+    if sizes is not None or shapes is not None:
+        raise TlabError("--shapes-from gives the shapes: leave out --sizes and --shapes")
+    dtypes, found, refused = recorded_shapes(path, kernel, known_dtypes(dtype))
+    if not found:
+        held = ", ".join(recorded_kernels(path))
+        what = f"{kernel} {'/'.join(known_dtypes(dtype))}" if dtype else kernel
+        raise TlabError(f"--shapes-from {str(path)!r}: no calls of {what} that the kernel "
+                        f"takes are recorded there (it holds calls of {held})")
+    if refused:
+        print(f"{kernel}: leaving out {refused} recorded shape(s) the kernel does not take "
+              "(ops calls the PyTorch op there)", file=sys.stderr)
+    return dtypes, ",".join(found)
+
+
+def _sweep_each_recorded(given: dict) -> None:
+    """`tlab sweep --shapes-from FILE` without a kernel: each kernel the file holds calls of,
+    one sweep after another; exit code 1 if any shape of any of them has no correct config."""
+    # late: `tlab --help` imports no torch (nor runtime/)
+    from tritonbench_lab.runtime.recording import recorded_kernels
+
+    failed = []
+    kernels = recorded_kernels(given["shapes_from"])
+    for number, name in enumerate(kernels, start=1):
+        print(f"[{number}/{len(kernels)}] tlab sweep {name} --shapes-from "
+              f"{given['shapes_from']}", file=sys.stderr)
+        try:
+            sweep(**{**given, "kernel": name})
+        except typer.Exit as stop:
+            if stop.exit_code != 1:
+                raise
+            failed.append(name)
+    if failed:
+        raise typer.Exit(1)
 
 
 def _nothing_measured_yet(root: Path, kernel: str) -> bool:

@@ -65,8 +65,16 @@ INTERPRETER = "interpreter"  # wall clock of Triton's CPU interpreter: not GPU n
 # than the shape's leader, so its budget was not spent (timing.py, "the early cut").
 CUT = "cut"
 METHODS = ("", DO_BENCH, CUDAGRAPH, INTERPRETER, CUT)
+# How near a recorded call's shape is to what is tuned (Called.tuned): at that very shape,
+# near enough for ops to carry a tuned config there (dispatch.NEAR), nothing near (where a
+# sweep of the shape has the most to give), a shape the kernel does not take (ops calls the
+# PyTorch op; no sweep changes that), or a CPU tensor outside the interpreter (not decided).
+HERE, NEARBY, UNTUNED, REFUSED, ON_CPU = "here", "near", "none", "refused", "cpu"
+NEARNESS = (HERE, NEARBY, UNTUNED, REFUSED, ON_CPU)
+
 # Columns whose cells must be one of these words.
-VOCABULARY = {"status": STATUSES, "phase": PHASES, "method": METHODS, "metric": METRICS}
+VOCABULARY = {"status": STATUSES, "phase": PHASES, "method": METHODS, "metric": METRICS,
+              "tuned": NEARNESS}
 
 
 @dataclass(frozen=True)
@@ -238,6 +246,21 @@ class Carried:
         if self.status != OK or not self.carried_ms or not self.native_ms:
             return None
         return self.carried_ms / self.native_ms
+
+
+@dataclass(frozen=True)
+class Called:
+    """A kernel, dtype and shape a program called `tritonbench_lab.ops` with, recorded at its
+    first call while recording is on (ops.record_shapes, $TLAB_RECORD_SHAPES): what `tlab
+    sweep --shapes-from` tunes."""
+
+    kernel: str
+    dtype: str
+    shape: str  # sizes joined by "x", in the kernel's dims order
+    gpu_slug: str  # the device the call ran on; "interpreter", or "cpu" outside it
+    tuned: str  # NEARNESS: how near the tuned shapes of that GPU's configs this one is
+    provider: str  # what ops called there eagerly: TRITON or TORCH_OP ("" on the CPU)
+    timestamp: str  # UTC, ISO 8601
 
 
 @dataclass(frozen=True)

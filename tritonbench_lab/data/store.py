@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonbench_lab.data.records import (
+    Called,
     Carried,
     Ceiling,
     HostTime,
@@ -37,7 +38,7 @@ from tritonbench_lab.data.records import (
 from tritonbench_lab.errors import TlabError
 
 _KIND = {Record: "results", Winner: "winners", Ceiling: "ceilings", HostTime: "host times",
-         Carried: "portability", Trust: "carried configs"}
+         Carried: "portability", Trust: "carried configs", Called: "recorded calls"}
 _cache: dict[tuple, list] = {}
 
 # Columns added at the end of a table after files of it existed, with the cell older rows

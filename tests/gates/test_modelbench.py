@@ -1,0 +1,64 @@
+"""The model benchmark's block (gates/modelbench.py): both op sets compute the same block as
+its float64 run, in prefill and in decode, at a tiny width on the CPU; the report's ratios and
+targets from rows whose numbers are chosen by hand. Its timings are GPU work (`tlab
+model-bench`)."""
+
+import pytest
+import torch
+
+from tritonbench_lab.gates import modelbench as mb
+
+TINY = mb.Width("tiny", 64, 2, 96, vocab=97)  # an odd vocabulary, as GPT-2's
+LOADS = (mb.Workload("prefill 2x8", 2, 8), mb.Workload("decode b3", 3, 1, 5))
+
+
+@pytest.mark.parametrize("load", LOADS, ids=lambda w: w.name)
+@pytest.mark.parametrize("op", mb.OP_SETS, ids=lambda o: o.name)
+def test_each_op_set_computes_the_block_of_the_float64_run(op, load):
+    ref = mb.block(mb.TorchOps, mb.weights(TINY, torch.float64, "cpu"), TINY,
+                   mb.make_inputs(TINY, load, torch.float64, "cpu"))
+    out = mb.block(op, mb.weights(TINY, torch.float32, "cpu"), TINY,
+                   mb.make_inputs(TINY, load, torch.float32, "cpu"))
+    assert out.shape == (load.batch, load.tokens, TINY.vocab)
+    assert mb.error_of(out, ref) < 1e-5
+    assert ref.abs().max() > 0.1  # activations of unit size, not vanishing
+
+
+def test_decode_attends_over_the_cache_and_prefill_is_causal():
+    """A decode step's output changes with the cache; a prefill's first token does not see
+    the second."""
+    load = LOADS[1]
+    w = mb.weights(TINY, torch.float64, "cpu")
+    inputs = mb.make_inputs(TINY, load, torch.float64, "cpu")
+    before = mb.block(mb.TorchOps, w, TINY, inputs)
+    inputs.v_cache = inputs.v_cache + 1.0
+    assert not torch.allclose(before, mb.block(mb.TorchOps, w, TINY, inputs))
+    prefill = mb.make_inputs(TINY, LOADS[0], torch.float64, "cpu")
+    first = mb.block(mb.TorchOps, w, TINY, prefill)[:, 0]
+    prefill.x[:, 1] += 1.0
+    assert torch.allclose(first, mb.block(mb.TorchOps, w, TINY, prefill)[:, 0])
+
+
+def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
+    rows = [mb.Timed("1b", "prefill 1x2048", "torch eager", 2.0, 1e-3),
+            mb.Timed("1b", "prefill 1x2048", "tlab eager", 1.6, 1e-3),
+            mb.Timed("1b", "prefill 1x2048", "torch compiled", 1.0, 1e-3),
+            mb.Timed("1b", "prefill 1x2048", "tlab compiled", 1.04, 1e-3),
+            mb.Timed("1b", "decode b1", "torch eager", 0.1, 1e-3),
+            mb.Timed("1b", "decode b1", "tlab eager", None, None, "RuntimeError: boom")]
+    assert sorted(mb.ratios(rows)) == [("1b", "prefill 1x2048", "tlab compiled", 1.0 / 1.04),
+                                       ("1b", "prefill 1x2048", "tlab eager", 2.0 / 1.6)]
+    text = "\n".join(mb.report(rows, {"1b": 3}))
+    assert "| 1b | prefill 1x2048 | tlab eager | 1.6 | 1.25x |" in text
+    assert "| 1b | decode b1 | tlab eager | - | - | - | RuntimeError: boom |" in text
+    assert "compiled with ops >= 1.03x torch.compile, prefill: 0.962x (missed)" in text
+    assert "ops eager >= 1.10x PyTorch eager, prefill: 1.250x (met)" in text
+    assert "worst 0.962x (1b prefill 1x2048, tlab compiled; missed)" in text
+    assert "graph breaks in the 1b block with tlab's ops: 3 (missed; target 0)" in text
+
+
+def test_the_block_with_tlabs_ops_compiles_without_a_graph_break():
+    """What `tlab model-bench` reports as graph breaks, at the tiny width: the registered ops
+    (runtime/library.py) keep the whole block one graph."""
+    assert mb.graph_breaks(TINY, LOADS[0], torch.float32, "cpu") == 0
+    assert mb.graph_breaks(TINY, LOADS[1], torch.float32, "cpu") == 0

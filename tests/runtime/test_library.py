@@ -1,0 +1,132 @@
+"""The ops in compiled models and under autograd: every op registered as torch.ops.tlab.<name>
+with the PyTorch op's shapes as its fake; a block calling ops compiles with fullgraph=True and
+no graph break, runs tlab's kernel inside the graph where the configs say so, per shape of a
+dynamic dimension, and goes through torch.export; where autograd needs a result, the
+PyTorch op, with the PyTorch op's gradient. On CPU tensors in Triton's interpreter."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from helpers.backend import INTERPRETING
+from helpers.fixture_results import winner, write_winners
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from tritonbench_lab import ops, tuned
+from tritonbench_lab.runtime import dispatch, library
+
+pytestmark = pytest.mark.skipif(not INTERPRETING, reason="CPU tensors: the interpreter's test")
+
+ROWS, COLS = 24, 64
+LAYERNORM = "ROWS=1 num_warps=4 TILE_COLS=0"
+
+
+@pytest.fixture
+def tuned_layernorm(tmp_path, monkeypatch):
+    """TEST DATA: layernorm fp32 tuned in the interpreter at 24 and 48 rows of 64, where
+    tlab's kernel beat the op 2x."""
+    write_winners(tmp_path / "interpreter" / "layernorm.csv", [
+        winner(f"{rows}x{COLS}", LAYERNORM, kernel="layernorm", dtype="fp32", p50_ms=1.0,
+               op_p50_ms=2.0) for rows in (ROWS, 2 * ROWS)])
+    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(dispatch, "RECHECK_S", 0.0)
+    tuned.clear_cache()
+    ops.clear()
+    yield tmp_path
+    tuned.clear_cache()
+    ops.clear()
+
+
+def _inputs(rows=ROWS, requires_grad=False):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(rows, COLS, generator=gen)
+    w = 1 + 0.1 * torch.randn(COLS, generator=gen)
+    b = 0.1 * torch.randn(COLS, generator=gen)
+    return [t.requires_grad_(requires_grad) for t in (x, w, b)]
+
+
+def _block(x, w, b):
+    h = ops.layernorm(x, w, b)
+    return ops.add(ops.softmax(h), h)
+
+
+FAKE_CASES = {
+    "matmul": lambda: (torch.randn(5, 3), torch.randn(3, 7)),
+    "matmul_gelu": lambda: (torch.randn(5, 3), torch.randn(3, 7), torch.randn(7), "tanh"),
+    "softmax": lambda: (torch.randn(5, 9),),
+    "rmsnorm": lambda: (torch.randn(5, 9), torch.randn(9), 1e-6),
+    "add_rmsnorm": lambda: (torch.randn(5, 9), torch.randn(9), 1e-6, torch.randn(5, 9)),
+    "layernorm": lambda: (torch.randn(5, 9), torch.randn(9), torch.randn(9), 1e-5),
+    "rope": lambda: (torch.randn(2, 6, 4, 8), torch.randn(2, 6, 2, 8), torch.randn(6, 4),
+                     torch.randn(6, 4)),
+    "add": lambda: (torch.randn(5, 9), torch.randn(5, 9)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(library.SCHEMAS))
+def test_every_op_is_registered_and_its_fake_has_the_ops_shapes(name):
+    op = getattr(torch.ops.tlab, name)
+    args = FAKE_CASES[name]()
+    real = op(*args)
+    with FakeTensorMode() as mode:
+        fake = op(*(mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args))
+    real, fake = (t if isinstance(t, tuple) else (t,) for t in (real, fake))
+    assert [(t.shape, t.dtype) for t in fake] == [(t.shape, t.dtype) for t in real]
+
+
+def test_a_block_compiles_whole_and_runs_tlabs_kernel_inside_the_graph(tuned_layernorm):
+    x, w, b = _inputs()
+    explained = torch._dynamo.explain(_block)(x, w, b)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = torch.compile(_block, fullgraph=True, dynamic=False)
+    torch.testing.assert_close(compiled(x, w, b), _block(x, w, b))
+    assert ops.bound_launch("layernorm", torch.float32, (ROWS, COLS), -1) is not None
+
+
+def test_a_dynamic_dimension_is_decided_per_shape_it_takes(tuned_layernorm):
+    compiled = torch.compile(_block, fullgraph=True, dynamic=True)
+    for rows in (ROWS, 2 * ROWS, 3 * ROWS):
+        x, w, b = _inputs(rows)
+        torch.testing.assert_close(compiled(x, w, b), _block(x, w, b))
+    plans = {rows: ops.bound_launch("layernorm", torch.float32, (rows, COLS), -1)
+             for rows in (ROWS, 2 * ROWS, 3 * ROWS)}
+    assert plans[ROWS] is not None and plans[2 * ROWS] is not None  # tuned there
+    assert plans[3 * ROWS] is None  # 72 rows: another alignment class, the op
+
+
+def test_torch_export_keeps_the_registered_ops():
+    class Block(torch.nn.Module):
+        def forward(self, x, w, b):
+            return _block(x, w, b)
+
+    exported = torch.export.export(Block(), tuple(_inputs()))
+    targets = {str(n.target) for n in exported.graph.nodes if n.op == "call_function"}
+    assert {"tlab.layernorm.default", "tlab.softmax.default", "tlab.add.default"} <= targets
+
+
+@pytest.mark.parametrize("op, torch_op", [
+    (lambda x, w, b: ops.layernorm(x, w, b), lambda x, w, b: F.layer_norm(x, (COLS,), w, b)),
+    (lambda x, w, b: ops.rmsnorm(x, w), lambda x, w, b: F.rms_norm(x, (COLS,), w, 1e-6)),
+    (lambda x, w, b: ops.softmax(x * w), lambda x, w, b: torch.softmax(x * w, -1)),
+    (lambda x, w, b: ops.add(x, x * w), lambda x, w, b: x + x * w),
+    (lambda x, w, b: ops.matmul(x, x.T * w.sum()), lambda x, w, b: x @ (x.T * w.sum())),
+], ids=["layernorm", "rmsnorm", "softmax", "add", "matmul"])
+def test_where_autograd_needs_a_result_the_op_gives_it_and_its_gradient(tuned_layernorm, op,
+                                                                         torch_op):
+    mine, theirs = _inputs(requires_grad=True), _inputs(requires_grad=True)
+    out = op(*mine)
+    assert out.grad_fn is not None
+    out.square().sum().backward()
+    torch_op(*theirs).square().sum().backward()
+    for a, b in zip(mine, theirs, strict=True):
+        torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_under_inference_mode_tlabs_kernel_runs(tuned_layernorm):
+    x, w, b = _inputs(requires_grad=True)  # a model's parameters require grad
+    with torch.inference_mode():
+        torch.testing.assert_close(ops.layernorm(x, w, b), F.layer_norm(x, (COLS,), w, b))
+    assert ops.bound_launch("layernorm", torch.float32, (ROWS, COLS), -1) is not None
+    ops.clear()
+    ops.layernorm(x, w, b)  # grad enabled: autograd's, the op, decided without a plan
+    with pytest.raises(KeyError):
+        ops.bound_launch("layernorm", torch.float32, (ROWS, COLS), -1)

@@ -1,0 +1,328 @@
+"""`tlab model-bench`: what tlab's kernels give a model, not one op: a GPT-NeoX-style decoder
+block and an LM head with an odd vocabulary, timed whole in every way a model runs.
+
+The block (NeoX's parallel residual): y = x + attention(layernorm1(x)) + mlp(layernorm2(x)),
+attention = fused QKV projection with bias, RoPE on q and k, PyTorch's scaled-dot-product
+attention (causal over the prompt in prefill; over a KV cache of CACHE tokens in decode), the
+output projection with bias; mlp = the up projection with bias and GELU, the down projection
+with bias. The LM head: logits = y @ W with a vocabulary of VOCAB (GPT-2's, odd).
+
+Two op sets run the same block: `torch` (F.layer_norm, torch.addmm, the rotate-half RoPE,
+F.gelu(torch.addmm(...)), torch.add, torch.matmul) and `tlab` (tritonbench_lab.ops:
+layernorm, matmul, rope, matmul_gelu, add). Each runs eagerly and compiled
+(torch.compile), and compiled with CUDA graphs (mode="reduce-overhead"). Every variant's
+output is checked against the same block run in float64 with the torch op set, then timed
+with do_bench (GPU only). Speed targets are judged here and printed, never in tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from tritonbench_lab import ops
+from tritonbench_lab.kernels.rope import rotate_half_rope
+
+VOCAB = 50257  # GPT-2's vocabulary: odd, so no tile or vector load divides it
+CACHE = 2048  # decode: tokens already in the KV cache
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Width:
+    """The block's sizes (GPT-NeoX's ~1B and ~7B: Pythia-1.4B and 6.9B)."""
+
+    name: str
+    hidden: int
+    heads: int
+    mlp: int
+    vocab: int = VOCAB
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Prefill: `batch` prompts of `tokens` tokens. Decode: `batch` sequences, one new token
+    each, against a KV cache of `cache` tokens."""
+
+    name: str
+    batch: int
+    tokens: int
+    cache: int = 0
+
+    @property
+    def decode(self) -> bool:
+        return self.cache > 0
+
+
+WIDTHS = {"1b": Width("1b", 2048, 16, 8192), "7b": Width("7b", 4096, 32, 16384)}
+WORKLOADS = (Workload("prefill 1x2048", 1, 2048), Workload("prefill 8x512", 8, 512),
+             Workload("decode b1", 1, 1, CACHE), Workload("decode b8", 8, 1, CACHE),
+             Workload("decode b64", 64, 1, CACHE))
+
+
+class TorchOps:
+    """The block's ops as a PyTorch model calls them."""
+
+    name = "torch"
+
+    @staticmethod
+    def layernorm(x, w, b):
+        return F.layer_norm(x, (x.shape[-1],), w, b)
+
+    @staticmethod
+    def linear(x, w, b):
+        return torch.addmm(b, x, w)
+
+    @staticmethod
+    def linear_gelu(x, w, b):
+        return F.gelu(torch.addmm(b, x, w))
+
+    @staticmethod
+    def rope(q, k, cos, sin):
+        return rotate_half_rope(q, k, cos, sin)
+
+    @staticmethod
+    def add(x, y):
+        return torch.add(x, y)
+
+    @staticmethod
+    def matmul(x, w):
+        return torch.matmul(x, w)
+
+
+class TlabOps(TorchOps):
+    """The same through tritonbench_lab.ops (each the PyTorch op where tlab's kernel is not
+    measured faster at that shape)."""
+
+    name = "tlab"
+
+    @staticmethod
+    def layernorm(x, w, b):
+        return ops.layernorm(x, w, b)
+
+    @staticmethod
+    def linear(x, w, b):
+        return ops.matmul(x, w) + b
+
+    @staticmethod
+    def linear_gelu(x, w, b):
+        return ops.matmul_gelu(x, w, b)
+
+    @staticmethod
+    def rope(q, k, cos, sin):
+        return ops.rope(q, k, cos, sin)
+
+    @staticmethod
+    def add(x, y):
+        return ops.add(x, y)
+
+    @staticmethod
+    def matmul(x, w):
+        return ops.matmul(x, w)
+
+
+OP_SETS = (TorchOps, TlabOps)
+
+
+def weights(width: Width, dtype: torch.dtype, device: str) -> dict[str, torch.Tensor]:
+    """Seeded random weights (never zeros), scaled so activations stay near unit size."""
+    gen = torch.Generator(device=device).manual_seed(SEED)
+    h, m = width.hidden, width.mlp
+
+    def draw(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=gen, device=device) * scale).to(dtype)
+
+    return {"ln1_w": 1 + draw(h, scale=0.1), "ln1_b": draw(h, scale=0.1),
+            "ln2_w": 1 + draw(h, scale=0.1), "ln2_b": draw(h, scale=0.1),
+            "w_qkv": draw(h, 3 * h, scale=h ** -0.5), "b_qkv": draw(3 * h, scale=0.1),
+            "w_o": draw(h, h, scale=h ** -0.5), "b_o": draw(h, scale=0.1),
+            "w_up": draw(h, m, scale=h ** -0.5), "b_up": draw(m, scale=0.1),
+            "w_down": draw(m, h, scale=m ** -0.5), "b_down": draw(h, scale=0.1),
+            "w_head": draw(h, width.vocab, scale=h ** -0.5)}
+
+
+def rope_tables(width: Width, positions: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 cos and sin of (positions x head_dim / 2), as the rope kernel takes them."""
+    half = width.head_dim // 2
+    inv = 10000.0 ** (-torch.arange(half, device=device, dtype=torch.float64) / half)
+    angles = torch.arange(positions, device=device, dtype=torch.float64)[:, None] * inv
+    return angles.cos().float(), angles.sin().float()
+
+
+@dataclass
+class Inputs:
+    """One workload's activations: x (batch x tokens x hidden) and, in decode, the KV cache."""
+
+    x: torch.Tensor
+    cos: torch.Tensor  # at the positions of x's tokens
+    sin: torch.Tensor
+    k_cache: torch.Tensor | None = None  # batch x heads x cache x head_dim
+    v_cache: torch.Tensor | None = None
+
+
+def make_inputs(width: Width, load: Workload, dtype: torch.dtype, device: str) -> Inputs:
+    gen = torch.Generator(device=device).manual_seed(SEED + 1)
+    x = torch.randn(load.batch, load.tokens, width.hidden, generator=gen, device=device)
+    cos, sin = rope_tables(width, load.cache + load.tokens, device)
+    inputs = Inputs(x.to(dtype), cos[load.cache:], sin[load.cache:])
+    if load.decode:
+        shape = (load.batch, width.heads, load.cache, width.head_dim)
+        inputs.k_cache = torch.randn(*shape, generator=gen, device=device).to(dtype)
+        inputs.v_cache = torch.randn(*shape, generator=gen, device=device).to(dtype)
+    return inputs
+
+
+def block(op, w: dict, width: Width, inputs: Inputs) -> torch.Tensor:
+    """The decoder block and the LM head: logits (batch x tokens x vocab)."""
+    batch, tokens, hidden = inputs.x.shape
+    x = inputs.x.reshape(batch * tokens, hidden)
+    qkv = op.linear(op.layernorm(x, w["ln1_w"], w["ln1_b"]), w["w_qkv"], w["b_qkv"])
+    qkv = qkv.view(batch, tokens, 3, width.heads, width.head_dim)
+    q, k = op.rope(qkv[:, :, 0], qkv[:, :, 1], inputs.cos, inputs.sin)
+    v = qkv[:, :, 2]
+    q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # batch x heads x tokens x head_dim
+    if inputs.k_cache is not None:
+        k, v = torch.cat([inputs.k_cache, k], 2), torch.cat([inputs.v_cache, v], 2)
+    attn = F.scaled_dot_product_attention(q, k, v, is_causal=inputs.k_cache is None)
+    attn = attn.transpose(1, 2).reshape(batch * tokens, hidden)
+    attn = op.linear(attn, w["w_o"], w["b_o"])
+    up = op.linear_gelu(op.layernorm(x, w["ln2_w"], w["ln2_b"]), w["w_up"], w["b_up"])
+    mlp = op.linear(up, w["w_down"], w["b_down"])
+    y = op.add(op.add(x, attn.contiguous()), mlp.contiguous())
+    return op.matmul(y, w["w_head"]).view(batch, tokens, width.vocab)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of running the block: an op set, eagerly or compiled, with CUDA graphs or not."""
+
+    ops: type
+    compiled: bool = False
+    graphs: bool = False
+
+    @property
+    def name(self) -> str:
+        how = "eager" if not self.compiled else "compiled + graphs" if self.graphs else "compiled"
+        return f"{self.ops.name} {how}"
+
+    @property
+    def counterpart(self) -> Variant:
+        """The same way of running with the PyTorch op set."""
+        return Variant(TorchOps, self.compiled, self.graphs)
+
+    def build(self, w: dict, width: Width) -> Callable[[Inputs], torch.Tensor]:
+        def run(inputs: Inputs) -> torch.Tensor:
+            return block(self.ops, w, width, inputs)
+
+        if not self.compiled:
+            return run
+        mode = "reduce-overhead" if self.graphs else None
+        return torch.compile(run, mode=mode, dynamic=False)
+
+
+def variants(graphs: bool) -> list[Variant]:
+    found = [Variant(op) for op in OP_SETS] + [Variant(op, True) for op in OP_SETS]
+    return found + ([Variant(op, True, True) for op in OP_SETS] if graphs else [])
+
+
+def error_of(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """The largest difference from the float64 run, relative to its largest magnitude."""
+    return float((out.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
+@dataclass(frozen=True)
+class Timed:
+    width: str
+    workload: str
+    variant: str
+    ms: float | None  # do_bench median; None where the variant failed
+    error: float | None  # error_of against the float64 run
+    note: str = ""  # why it failed, or graph breaks
+
+
+def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graphs: bool,
+            bench: Callable[[Callable[[], object]], float],
+            progress: Callable[[str], None] = lambda _: None) -> list[Timed]:
+    """Every variant of one width and workload: checked against float64, then timed."""
+    ref = block(TorchOps, weights(width, torch.float64, device), width,
+                make_inputs(width, load, torch.float64, device))
+    w, inputs = weights(width, dtype, device), make_inputs(width, load, dtype, device)
+    found = []
+    for variant in variants(graphs):
+        progress(f"{width.name} {load.name}: {variant.name}")
+        try:
+            run = variant.build(w, width)
+            error = error_of(run(inputs), ref)
+            ms = bench(lambda run=run: run(inputs))
+        except Exception as err:  # noqa: BLE001 - a variant that fails is a row, not a stop
+            found.append(Timed(width.name, load.name, variant.name, None, None,
+                               f"{type(err).__name__}: {err}".splitlines()[0][:200]))
+            continue
+        found.append(Timed(width.name, load.name, variant.name, ms, error))
+    return found
+
+
+def graph_breaks(width: Width, load: Workload, dtype: torch.dtype, device: str) -> int:
+    """Graph breaks torch.compile meets in the block with tlab's op set."""
+    w, inputs = weights(width, dtype, device), make_inputs(width, load, dtype, device)
+    explained = torch._dynamo.explain(lambda i: block(TlabOps, w, width, i))(inputs)
+    return explained.graph_break_count
+
+
+def ratios(rows: list[Timed]) -> list[tuple[str, str, str, float]]:
+    """(width, workload, variant, its PyTorch counterpart's time over its own) for every tlab
+    variant timed beside its counterpart: above 1, tlab's is faster."""
+    by = {(r.width, r.workload, r.variant): r.ms for r in rows if r.ms}
+    out = []
+    for (width, load, name), ms in by.items():
+        if name.startswith(TlabOps.name):
+            theirs = by.get((width, load, name.replace(TlabOps.name, TorchOps.name, 1)))
+            if theirs:
+                out.append((width, load, name, theirs / ms))
+    return out
+
+
+TARGETS = (  # (what, variant, workloads' prefix, least geomean ratio)
+    ("compiled with ops >= 1.03x torch.compile, prefill", "tlab compiled", "prefill", 1.03),
+    ("ops eager >= 1.10x PyTorch eager, prefill", "tlab eager", "prefill", 1.10),
+)
+SLOWEST = 0.98  # no tlab variant slower than its PyTorch counterpart by more than 2%
+
+
+def report(rows: list[Timed], breaks: dict[str, int]) -> list[str]:
+    """The Markdown the command prints: every variant's time and error, then the targets."""
+    lines = ["| width | workload | variant | ms | vs PyTorch | error vs float64 | note |",
+             "|---|---|---|---|---|---|---|"]
+    vs = {(w, load, name): r for w, load, name, r in ratios(rows)}
+    for r in rows:
+        ratio = vs.get((r.width, r.workload, r.variant))
+        lines.append(f"| {r.width} | {r.workload} | {r.variant} | "
+                     f"{'-' if r.ms is None else f'{r.ms:.4g}'} | "
+                     f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
+                     f"{'-' if r.error is None else f'{r.error:.2e}'} | {r.note} |")
+    lines += ["", "Targets:"]
+    for what, variant, prefix, least in TARGETS:
+        got = [r for (_, load, name), r in vs.items() if name == variant and load.startswith(prefix)]
+        mean = geomean(got)
+        lines.append(f"- {what}: {mean:.3f}x ({'met' if mean >= least else 'missed'})")
+    worst = min(vs.items(), key=lambda item: item[1], default=None)
+    if worst:
+        (width, load, name), ratio = worst
+        lines.append(f"- no variant slower than PyTorch's by more than 2%: worst {ratio:.3f}x "
+                     f"({width} {load}, {name}; {'met' if ratio >= SLOWEST else 'missed'})")
+    for width, count in breaks.items():
+        lines.append(f"- graph breaks in the {width} block with tlab's ops: {count} "
+                     f"({'met' if count == 0 else 'missed'}; target 0)")
+    return lines

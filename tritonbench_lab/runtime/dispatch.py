@@ -1,0 +1,318 @@
+"""How `tritonbench_lab.ops` decides, per call, between tlab's kernel and the PyTorch op, and
+the memo of those decisions.
+
+Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then memoised:
+
+- tlab's kernel, under the config tuned for that shape on that GPU, where the committed
+  measurements say it beats the PyTorch op: at the exact shape, when its time there is below
+  the op's; at the nearest tuned shape of the same alignment class (tuned.lookup's rule), when
+  that shape is within NEAR of this one and the kernel beat the op there by at least
+  NEAR_MARGIN (a config carried to another shape keeps most, not all, of its lead);
+- otherwise the PyTorch op itself: untuned shapes far from any tuned one, inputs the kernel
+  cannot take (its spec's check_shape), CPU tensors without Triton's interpreter, no configs.
+
+"Time" means two things, and the rule is applied to each. Called eagerly, one op after
+another from Python, a call takes the longer of its GPU time and its host time (eager_time):
+a kernel of a few microseconds waits for its launch, and tlab's launch through Triton holds
+the host longer than most PyTorch ops. Captured in a CUDA graph, launches replay without
+host time, and GPU time alone decides. Where the two choices differ, each call asks whether
+its stream is capturing. From a nearby tuned shape, GPU times carry over scaled by the work
+(work_ratio), host times as they are. Configs written before the sweeps timed host times
+have none; there eager calls follow the GPU times.
+
+`explain(kernel, dtype, shape)` and `tlab explain` show the choice and why; each choice is also
+logged once at debug level (logger "tritonbench_lab.ops"). The configs are looked at again at
+most once every RECHECK_S seconds, and choices are made afresh when a file changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from tritonbench_lab.data.portability import describe
+from tritonbench_lab.data.records import (
+    HERE,
+    NEARBY,
+    ON_CPU,
+    REFUSED,
+    TFLOPS,
+    TORCH_OP,
+    TRITON,
+    UNTUNED,
+    parse_config_text,
+)
+from tritonbench_lab.errors import TlabError
+from tritonbench_lab.kernels import get_spec
+from tritonbench_lab.runtime import recording
+from tritonbench_lab.shapes import shape_sizes, shape_text
+from tritonbench_lab.spec import parse_dtype, triton_interpreting
+from tritonbench_lab.tuned import (
+    alignment_class,
+    config_dir,
+    current_gpu_slug,
+    dtype_key,
+    find,
+)
+
+log = logging.getLogger("tritonbench_lab.ops")
+
+# A tuned shape counts as near when its sizes are within a factor of NEAR in all (the sum of
+# |log2| ratios over dims is at most log2(NEAR)), and tlab's kernel is then used only where it
+# beat the op there by NEAR_MARGIN or more.
+NEAR = 2.0
+NEAR_MARGIN = 1.10
+RECHECK_S = 1.0
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What ops runs for one kernel, dtype, shape and device, and why: `provider` for a call
+    from Python (eager), `captured` for a call while a CUDA graph is being captured."""
+
+    kernel: str
+    dtype: str
+    shape: str
+    provider: str  # TRITON (tlab's kernel) or TORCH_OP (the PyTorch op), as rows name them
+    config: dict | None  # the tuned config when either provider is triton
+    tuned_shape: str | None  # the row the decision rests on
+    speedup: float | None  # the op's GPU time / the kernel's, measured at tuned_shape
+    reason: str
+    captured: str = TORCH_OP  # under capture the launches replay without host time
+    eager_speedup: float | None = None  # the same with each call's host time (eager_time)
+    tuned: str = UNTUNED  # HERE, NEARBY (within NEAR) or UNTUNED: what the rows are to this shape
+
+    @property
+    def uses_triton(self) -> bool:
+        return self.provider == TRITON
+
+    @property
+    def captured_uses_triton(self) -> bool:
+        return self.captured == TRITON
+
+
+def eager_time(gpu_ms: float, host_ms: float | None) -> float | None:
+    """The time of a call in a program that calls one op after another from Python: the
+    longer of its GPU time and its host time (the launch's own; a short kernel's GPU waits
+    for it). None when the host time was not recorded (configs from before it was)."""
+    return None if host_ms is None else max(gpu_ms, host_ms)
+
+
+def eager_speedup(row, scale: float = 1.0) -> float | None:
+    """The PyTorch op's eager time over tlab's kernel's at a configs row (Winner), its GPU
+    times scaled by `scale` (work_ratio, for a nearby shape); None without host times."""
+    if row.op_p50_ms is None:
+        return None
+    mine = eager_time(row.p50_ms * scale, row.host_ms)
+    theirs = eager_time(row.op_p50_ms * scale, row.op_host_ms)
+    return theirs / mine if mine and theirs else None
+
+
+def work_ratio(kernel: str, dtype, sizes: tuple[int, ...], tuned: tuple[int, ...]) -> float:
+    """The work of a call at `sizes` over that at the tuned shape, by the kernel's cost model
+    (FLOPs for a TFLOP/s kernel, bytes moved for a GB/s one): how GPU times carry to a nearby
+    shape, where host times stay as they are."""
+    spec = get_spec(kernel)
+    dims, dtype = len(spec.dims), parse_dtype(dtype_key(dtype))
+    here, there = (spec.cost(spec.shape(*s[:dims]), dtype) for s in (sizes, tuned))
+    if spec.metric == TFLOPS:
+        return here.flops / there.flops
+    return here.bytes / there.bytes
+
+
+def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
+           directory: Path | None = None) -> Choice:
+    """The choice for these sizes (in the kernel's dims order), from the configs only. The
+    same rule twice: on GPU times (what a CUDA graph replays), and on eager times, where the
+    configs record both sides' host time (else eager calls follow the GPU times). Where the
+    configs are another GPU's (trusted here by the portability measurement), the reason says
+    whose and what the trust rests on."""
+    found = find(kernel, dtype, sizes, gpu=gpu, directory=directory)
+    choice = _decide(kernel, dtype, sizes, found)
+    if found.borrowed is None:
+        return choice
+    return dataclasses.replace(choice, reason=f"{choice.reason}; from {describe(found.borrowed)}")
+
+
+def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
+    shape = shape_text(sizes)
+    name = dtype_key(dtype)
+    row = found.row
+    if row is None:
+        klass = "/".join(map(str, alignment_class(sizes)))
+        return Choice(kernel, name, shape, TORCH_OP, None, None, None,
+                      f"no {name} shape of alignment class {klass} (each size divisible by "
+                      f"16 / 8 / neither) tuned in {found.path.parent.name}")
+    if row.op_p50_ms is None:
+        return Choice(kernel, name, shape, TORCH_OP, None, row.shape, None,
+                      f"the PyTorch op was not timed at {row.shape}",
+                      tuned=HERE if found.exact else UNTUNED)
+    speedup = row.op_p50_ms / row.p50_ms
+    scale = 1.0 if found.exact else work_ratio(kernel, dtype, sizes, shape_sizes(row.shape))
+    eager = eager_speedup(row, scale)
+    if not found.exact and found.distance > math.log2(NEAR) + 1e-9:
+        return Choice(kernel, name, shape, TORCH_OP, None, row.shape, speedup,
+                      f"the nearest tuned shape {row.shape} is more than {NEAR:g}x away",
+                      eager_speedup=eager)
+    if found.exact:
+        wins = speedup > 1.0
+        reason = (f"tuned here: {speedup:.2f}x the PyTorch op" if wins else
+                  f"tuned here, and the PyTorch op was faster ({speedup:.2f}x)")
+    else:
+        wins = speedup >= NEAR_MARGIN
+        reason = (f"nearest tuned shape {row.shape}: {speedup:.2f}x the PyTorch op there" if wins
+                  else f"at the nearest tuned shape {row.shape} tlab's kernel led by "
+                  f"{speedup:.2f}x, less than the {NEAR_MARGIN:.2f}x a nearby shape needs")
+    eager_wins = wins if eager is None else (eager > 1.0 if found.exact else eager >= NEAR_MARGIN)
+    if eager is None:
+        reason += ("; no host times recorded there, so eager calls go by GPU time too "
+                   "(`tlab host-times` on that GPU records them)")
+    else:
+        scaled = "" if found.exact else f"; GPU times x{scale:.2f}, this shape's work"
+        reason += (f"; called eagerly {eager:.2f}x (a call's host time {row.host_ms * 1e3:.0f} "
+                   f"us, the op's {row.op_host_ms * 1e3:.0f} us{scaled})")
+        if eager_wins != wins:
+            reason += (f": eager calls run {'tlab' if eager_wins else 'the op'}, calls captured "
+                       f"in a CUDA graph {'tlab' if wins else 'the op'}")
+    config = parse_config_text(row.config) if wins or eager_wins else None
+    return Choice(kernel, name, shape, TRITON if eager_wins else TORCH_OP, config, row.shape,
+                  speedup, reason, TRITON if wins else TORCH_OP, eager,
+                  HERE if found.exact else NEARBY)
+
+
+def explain(kernel: str, dtype, shape: str | tuple[int, ...], *, gpu: str | None = None,
+            directory: Path | None = None) -> Choice:
+    """Why ops would call tlab's kernel or the PyTorch op for this shape ('4096x4096x512')."""
+    sizes = shape_sizes(shape) if isinstance(shape, str) else tuple(shape)
+    return decide(kernel, dtype, sizes, gpu=gpu, directory=directory)
+
+
+# --- the memo -----------------------------------------------------------------------------
+
+_plans: dict[tuple, tuple] = {}  # key -> (eager, captured): a bound launch, or None for the op
+_slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
+_file_state: list = [0.0, None]  # [when last looked at, the default configs folder then]
+_folders: dict[Path, tuple] = {}  # each folder choices were made from -> its files' mtimes
+
+
+def clear() -> None:
+    """Forget every choice (they are made again on the next calls)."""
+    _plans.clear()
+    _slugs.clear()
+    _folders.clear()
+    _file_state[:] = [0.0, None]
+
+
+def _files(folder: Path) -> tuple:
+    files = sorted(folder.glob("*/*.csv")) if folder.is_dir() else []
+    return tuple((str(f), f.stat().st_mtime_ns) for f in files)
+
+
+def _configs_changed(now: float) -> None:
+    """Forget every choice when a configs file changed, or $TLAB_CONFIG_DIR did."""
+    _file_state[0] = now
+    default = config_dir()
+    changed = _file_state[1] not in (None, default)
+    _file_state[1] = default
+    for folder, seen in list(_folders.items()):
+        _folders[folder] = _files(folder)
+        changed = changed or _folders[folder] != seen
+    if changed:
+        _plans.clear()
+
+
+def _key(kernel: str, dtype, sizes: tuple[int, ...], device: int,
+         directory: Path | None = None) -> tuple:
+    return (kernel, dtype, sizes, device) if directory is None else (
+        kernel, dtype, sizes, device, directory)
+
+
+def bound_launch(kernel: str, dtype, sizes: tuple[int, ...], device: int,
+                 captured: bool = False, directory: Path | None = None) -> Callable | None:
+    """The launcher ops bound for a call it has made, eager or under CUDA-graph capture
+    (None: it calls the PyTorch op there); `directory`: the configs folder a TunedKernel
+    was given."""
+    return _plans[_key(kernel, dtype, sizes, device, directory)][1 if captured else 0]
+
+
+def plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
+          bind: Callable[[dict], Callable] | None = None,
+          directory: Path | None = None) -> Callable | None:
+    """The memoised choice for a call: a bound launch of tlab's kernel, or None for the
+    PyTorch op. `device` is tensor.get_device() (-1 on the CPU): cheaper than .device. Where
+    eager calls and captured ones are decided apart, each call asks which it is.
+    `directory`: the configs folder (default: config_dir(kernel))."""
+    now = time.monotonic()
+    if now - _file_state[0] >= RECHECK_S:
+        _configs_changed(now)
+    key = _key(kernel, dtype, sizes, device, directory)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _choose(kernel, dtype, sizes, device, bind, directory)
+        if plan[0] is None and plan[1] is not None:
+            plan = _plans[key] = (_FirstCall(key, plan[1]), plan[1])
+    eager, captured = plan
+    if eager is captured:
+        return eager
+    return captured if _capturing(device) else eager
+
+
+class _FirstCall:
+    """The first eager call of a shape where only calls captured in a CUDA graph run tlab's
+    kernel: it runs tlab's kernel (correct, if slower eagerly, once), so that the kernel is
+    compiled and loaded before a capture (which warm-up calls precede; loading a module
+    during a capture is not safe); from then on eager calls run the op. Reads through to the
+    launch's attributes (matmul's `tma`)."""
+
+    def __init__(self, key: tuple, launch: Callable):
+        self.key, self.launch = key, launch
+
+    def __getattr__(self, name: str):
+        return getattr(self.launch, name)
+
+    def __call__(self, *args, **kwargs):
+        _plans[self.key] = (None, self.launch)
+        return self.launch(*args, **kwargs)
+
+
+def _capturing(device: int) -> bool:
+    """Whether the current CUDA stream is capturing a graph (CPU tensors never are)."""
+    return device >= 0 and torch.cuda.is_current_stream_capturing()
+
+
+def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
+            bind: Callable[[dict], Callable] | None, directory: Path | None = None
+            ) -> tuple[Callable | None, Callable | None]:
+    """(eager launch, captured launch), each None where ops calls the PyTorch op: where the
+    kernel's spec refuses the shape (check_shape), and where the configs say so (decide).
+    `bind` binds a config (default: the spec's, KernelSpec.bound)."""
+    if device < 0 and not triton_interpreting():  # CPU tensors only in the interpreter
+        recording.note(kernel, dtype_key(dtype), shape_text(sizes), "cpu", ON_CPU, "")
+        return None, None
+    if device not in _slugs:
+        _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
+    spec = get_spec(kernel)
+    try:
+        spec.check_shape(spec.shape(*sizes))
+    except TlabError:
+        recording.note(kernel, dtype_key(dtype), shape_text(sizes), _slugs[device], REFUSED,
+                       TORCH_OP)
+        return None, None
+    folder = Path(directory or config_dir(kernel))
+    _folders.setdefault(folder, _files(folder))  # watched from now on (_configs_changed)
+    choice = decide(kernel, dtype, sizes, gpu=_slugs[device], directory=folder)
+    log.debug("tlab ops: %s %s %s on %s: %s, captured %s (%s)", kernel, choice.dtype,
+              choice.shape, _slugs[device], choice.provider, choice.captured, choice.reason)
+    recording.note(kernel, choice.dtype, choice.shape, _slugs[device], choice.tuned,
+                   choice.provider)
+    config = spec.complete(choice.config) if choice.config is not None else None
+    launch = None if config is None else bind(config) if bind else spec.bound(config)
+    return (launch if choice.uses_triton else None,
+            launch if choice.captured_uses_triton else None)
