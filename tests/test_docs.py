@@ -346,7 +346,7 @@ def _check_values(name: str, params: dict) -> None:
     specs = [get_spec(n) for n in names]
     dtypes = params.get("dtype") or None
     known_dtypes(dtypes)
-    if name == "sweep":
+    if name == "sweep" and specs:  # no KERNEL: --shapes-from names the kernels, or a bare mention
         _check_sweep(specs[0], params)
     if name == "explain":
         from tritonbench_lab.shapes import shape_sizes

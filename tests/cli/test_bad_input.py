@@ -357,7 +357,7 @@ CASES = [
     case("unknown-command", ["frobnicate"], ["No such command 'frobnicate'",
                                              "Try 'tlab --help' for help."]),
     case("sweep-without-kernel", ["sweep", "--interpret", "--root", "{tmp}"],
-         ["Missing argument 'KERNEL'"]),
+         ["which kernel? name one (`tlab list`), or give --shapes-from FILE"]),
     case("compare-one-folder", ["compare", "{tmp}", "--root", "{tmp}", "--out", "{tmp}/plots"],
          ["compare needs at least two results folders or GPU slugs"]),
     case("compare-missing-folders",
@@ -443,8 +443,6 @@ CASES = [
                                       "{tmp}/calls.csv"],
          ["calls.csv' line 2", "tuned"],
          _recorded("add,fp32,1000,interpreter,close,torch,2026-12-06T00:00:00+00:00\n")),
-    case("sweep-without-a-kernel", ["sweep", "--interpret"],
-         ["which kernel?", "--shapes-from FILE"]),
     # the kernel contract, checked before a user's kernel is listed or swept: a piece that
     # returns the wrong thing is named in one line (helpers/faulty_kernels.py)
     *[case(f"{command}-{fault}", [*args, "{tmp}/kernels.py"], FAULTS[fault][1],

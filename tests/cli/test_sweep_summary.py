@@ -13,7 +13,7 @@ from helpers.fixture_results import record
 from helpers.paths import PLANTED, REPO
 from rich.console import Console
 
-from tritonbench_lab.cli.sweep_cmd import print_tallies
+from tritonbench_lab.cli.sweep_summary import print_tallies
 from tritonbench_lab.data.tally import tally
 
 

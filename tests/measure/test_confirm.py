@@ -142,7 +142,7 @@ def scripted_sweep(tmp_path, monkeypatch, times, confirm, budgets=None, console=
         confirm=confirm, **options)
     result = sweep_mod.run_sweep(request)
     if console is not None:  # the summary `tlab sweep` prints
-        from tritonbench_lab.cli.sweep_cmd import print_summary
+        from tritonbench_lab.cli.sweep_summary import print_summary
 
         print_summary(result, request, console)
     (winner,) = load_winners(result.configs_file)
