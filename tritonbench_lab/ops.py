@@ -67,7 +67,7 @@ from tritonbench_lab.tuned import ordered_sizes, spec_of
 __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
            "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
            "matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add",
-           "record_shapes"]
+           "record_shapes", "prepare_linear", "PaddedLinear"]
 
 # What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
 _DTYPES = {name: frozenset(get_spec(name).dtypes) for name in
@@ -103,6 +103,55 @@ def record_shapes(path: str | os.PathLike) -> Iterator[Path]:
 
 
 recording.start_from_environment()  # TLAB_RECORD_SHAPES=FILE: from the first call on
+
+
+# --- weights padded once ----------------------------------------------------------------------
+
+PAD_TO = 64  # N a multiple of this: every tile width and vector load of matmul divides it
+
+
+class PaddedLinear(torch.nn.Module):
+    """y = x @ weight.T + bias (nn.Linear's sum, for inference) through `matmul`, with the
+    weight stored once as K x N' where N' is N rounded up to a multiple of `multiple`: the
+    product is computed at N' (where tlab's kernel and the PyTorch op both load whole vectors
+    and tiles) and y is a view of its first N columns, so its rows are N' apart in memory.
+    The padding columns are zeros and are never read back. Built by prepare_linear."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
+                 multiple: int = PAD_TO):
+        super().__init__()
+        if weight.ndim != 2 or multiple < 1:
+            raise TlabError(f"prepare_linear takes a 2-D weight (out x in, as nn.Linear keeps "
+                            f"it) and a multiple of 1 or more, got {tuple(weight.shape)} and "
+                            f"{multiple}")
+        self.out_features, self.in_features = weight.shape
+        extra = -self.out_features % multiple
+        # K x N', contiguous: the layout matmul's right operand is tuned in
+        padded = F.pad(weight.detach().t(), (0, extra)).contiguous()
+        self.register_buffer("padded", padded)
+        self.register_buffer("bias", None if bias is None else bias.detach().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        lead = x.shape[:-1]
+        y = matmul(x.reshape(-1, self.in_features), self.padded)[:, :self.out_features]
+        if self.bias is not None:
+            y = y + self.bias  # a new tensor, contiguous: the padding gives no view here
+        return y.reshape(*lead, self.out_features) if len(lead) != 1 else y
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features} "
+                f"(stored as {self.padded.shape[1]}), bias={self.bias is not None}")
+
+
+def prepare_linear(layer: torch.nn.Linear | torch.Tensor, bias: torch.Tensor | None = None,
+                   multiple: int = PAD_TO) -> PaddedLinear:
+    """An nn.Linear (or its weight, out x in, and bias) as a PaddedLinear for inference: the
+    weight transposed and padded once, at load time, so that an output width no tile divides
+    (an LM head's vocabulary: 50257) is computed at the next multiple of `multiple` and
+    returned as a view. Its weight is a copy: train the original, prepare it again."""
+    if isinstance(layer, torch.nn.Linear):
+        return PaddedLinear(layer.weight, layer.bias, multiple)
+    return PaddedLinear(layer, bias, multiple)
 
 
 # --- any kernel, your own included -----------------------------------------------------------

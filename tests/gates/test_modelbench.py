@@ -17,7 +17,7 @@ LOADS = (mb.Workload("prefill 2x8", 2, 8), mb.Workload("decode b3", 3, 1, 5))
 def test_each_op_set_computes_the_block_of_the_float64_run(op, load):
     ref = mb.block(mb.TorchOps, mb.weights(TINY, torch.float64, "cpu"), TINY,
                    mb.make_inputs(TINY, load, torch.float64, "cpu"))
-    out = mb.block(op, mb.weights(TINY, torch.float32, "cpu"), TINY,
+    out = mb.block(op, mb.prepared(mb.weights(TINY, torch.float32, "cpu")), TINY,
                    mb.make_inputs(TINY, load, torch.float32, "cpu"))
     assert out.shape == (load.batch, load.tokens, TINY.vocab)
     assert mb.error_of(out, ref) < 1e-5
@@ -39,6 +39,24 @@ def test_decode_attends_over_the_cache_and_prefill_is_causal():
     assert torch.allclose(first, mb.block(mb.TorchOps, w, TINY, prefill)[:, 0])
 
 
+def test_the_lm_head_is_timed_alone_prepared_against_torch_matmul():
+    load = LOADS[0]
+    w = mb.prepared(mb.weights(TINY, torch.float32, "cpu"))
+    inputs = mb.make_inputs(TINY, load, torch.float32, "cpu")
+    called = []
+
+    def bench(fn):
+        called.append(tuple(fn().shape))
+        return 2.0 if len(called) == 1 else 0.5
+
+    rows = mb.measure_head(TINY, load, w, inputs, bench)
+    assert [r.variant for r in rows] == ["torch head", "tlab head"]
+    assert called == [(16, 97), (16, 97)]  # 2 x 8 tokens, the odd vocabulary
+    assert all(r.error < 1e-5 for r in rows)
+    assert w["head"].padded.shape == (64, 128)  # 97 columns padded to 128, once
+    assert mb.ratios(rows) == [("tiny", load.name, "tlab head", 4.0)]
+
+
 def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     rows = [mb.Timed("1b", "prefill 1x2048", "torch eager", 2.0, 1e-3),
             mb.Timed("1b", "prefill 1x2048", "tlab eager", 1.6, 1e-3),
@@ -55,6 +73,7 @@ def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     assert "ops eager >= 1.10x PyTorch eager, prefill: 1.250x (met)" in text
     assert "worst 0.962x (1b prefill 1x2048, tlab compiled; missed)" in text
     assert "graph breaks in the 1b block with tlab's ops: 3 (missed; target 0)" in text
+    assert "LM head, odd vocabulary, prepared >= 2x torch.matmul, prefill: not measured" in text
 
 
 def test_the_block_with_tlabs_ops_compiles_without_a_graph_break():
