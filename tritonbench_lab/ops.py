@@ -72,15 +72,22 @@ __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear"
 # What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
 _DTYPES = {name: frozenset(get_spec(name).dtypes) for name in
            ("matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add")}
+_MATMUL_DTYPES = _DTYPES["matmul"]
 GRAD, GRAPH = "grad", "graph"
 
 
 def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
     """GRAD where autograd needs this call's result, GRAPH inside torch.compile, else None
     (the eager path: the per-shape decision)."""
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
-        return GRAD
-    return GRAPH if torch.compiler.is_compiling() else None
+    if _grad_enabled():  # a loop only then: under inference_mode or no_grad, one call
+        for t in tensors:
+            if t is not None and t.requires_grad:
+                return GRAD
+    return GRAPH if _compiling() else None
+
+
+# Bound once: each call of an op reads them (module attribute lookups cost on every call).
+_grad_enabled, _compiling = torch.is_grad_enabled, torch.compiler.is_compiling
 
 
 @contextlib.contextmanager
@@ -241,9 +248,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
     how = _elsewhere(a, b)
     if how is not None:
         return _into(out, torch.matmul(a, b) if how == GRAD else _REGISTERED["matmul"](a, b))
-    if a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in _DTYPES["matmul"]:
-        launch = plan("matmul", a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device())
-        if _takes(launch, a, b, out):
+    sa, sb, dtype = a.shape, b.shape, a.dtype  # each read once: every read builds an object
+    if len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES:
+        launch = plan("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())
+        if launch is not None and _takes(launch, a, b, out):
             return launch(a, b, out)
     return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
 

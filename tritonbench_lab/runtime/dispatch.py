@@ -70,6 +70,7 @@ log = logging.getLogger("tritonbench_lab.ops")
 NEAR = 2.0
 NEAR_MARGIN = 1.10
 RECHECK_S = 1.0
+_monotonic = time.monotonic  # bound once: plan reads it on every call
 
 
 @dataclass(frozen=True)
@@ -249,10 +250,11 @@ def plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
     PyTorch op. `device` is tensor.get_device() (-1 on the CPU): cheaper than .device. Where
     eager calls and captured ones are decided apart, each call asks which it is.
     `directory`: the configs folder (default: config_dir(kernel))."""
-    now = time.monotonic()
+    now = _monotonic()
     if now - _file_state[0] >= RECHECK_S:
         _configs_changed(now)
-    key = _key(kernel, dtype, sizes, device, directory)
+    key = (kernel, dtype, sizes, device) if directory is None else (
+        kernel, dtype, sizes, device, directory)  # _key's, inline: every call builds it
     plan = _plans.get(key)
     if plan is None:
         plan = _plans[key] = _choose(kernel, dtype, sizes, device, bind, directory)
