@@ -11,6 +11,10 @@
 #                                       #   memory), host-times, three checks, ops-bench, the
 #                                       #   H200's winners timed here (tlab portability)
 #   bash lab/gpu_plan.sh portability    # the H200: the H100's winners timed here
+#   bash lab/gpu_plan.sh models         # issue 51 on either GPU: the model-bench's shapes
+#                                       #   recorded (lab/record_model_shapes.py) and swept
+#                                       #   (--shapes-from, prior search), host-times, then
+#                                       #   model-bench and ops-bench on those configs
 #
 # Everything runs in one root kept on the machine between calls (/root/plan: a copy of the
 # checkout's results/ and configs/ on the first call; the sweeps plan starts it empty). Each
@@ -23,7 +27,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-plan=${1:?sweeps, gates or portability}
+plan=${1:?sweeps, gates, portability or models}
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -61,7 +65,13 @@ case "$plan" in
     "portability|300|portability nvidia-h200") ;;
   portability) STEPS=(
     "portability|300|portability nvidia-h100-80gb-hbm3") ;;
-  *) echo "unknown plan $plan: sweeps, gates or portability" >&2; exit 2 ;;
+  models) STEPS=(
+    "record|60|lab/record_model_shapes.py $ROOT/logs/model-shapes.csv"
+    "sweep-recorded|300|sweep --shapes-from $ROOT/logs/model-shapes.csv --search prior:64"
+    "host-times|120|host-times"
+    "model-bench|400|model-bench --out $ROOT/logs/model-bench.md"
+    "ops-bench|240|ops-bench --out $ROOT/logs/ops-bench.md") ;;
+  *) echo "unknown plan $plan: sweeps, gates, portability or models" >&2; exit 2 ;;
 esac
 
 left=0
@@ -72,9 +82,12 @@ for step in "${STEPS[@]}"; do
   if [ "$remaining" -lt "$estimate" ]; then left=$((left + 1)); continue; fi
   start=$(date +%s)
   root_option="--root $ROOT"
-  [ "$name" = ops-bench ] && root_option=""  # it reads TLAB_CONFIG_DIR
+  # these read TLAB_CONFIG_DIR (the plan's configs) and take no --root
+  [[ $name == ops-bench || $name == model-bench || $name == record ]] && root_option=""
+  runner="-m tritonbench_lab"
+  [[ $command == lab/* ]] && runner=""  # a lab script, run as a file
   # shellcheck disable=SC2086
-  timeout "$remaining" python3 -m tritonbench_lab $command $root_option \
+  timeout "$remaining" python3 $runner $command $root_option \
     > "$ROOT/logs/$name.txt" 2>&1
   rc=$?
   echo "rc $rc in $(( $(date +%s) - start )) s: tlab $command" | tee -a "$ROOT/logs/$name.txt"
