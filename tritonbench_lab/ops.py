@@ -24,6 +24,10 @@ Two kinds of call go elsewhere, decided before anything else:
   (runtime/library.py): one node of the graph, no break, that makes the same per-shape
   decision when it runs, for every shape a dynamic dimension takes.
 
+An nn.Linear whose output width no tile divides (an LM head's vocabulary) goes through
+`prepare_linear(layer)`: its weight padded once, computed at the padded width, returned as a
+view.
+
 To tune the shapes a program really calls, record them (runtime/recording.py) and sweep the
 file: `with record_shapes("shapes.csv"): model(x)` (or TLAB_RECORD_SHAPES=shapes.csv in the
 environment), then `tlab sweep --shapes-from shapes.csv`.
