@@ -408,3 +408,20 @@ def test_a_shape_the_kernels_spec_refuses_goes_to_the_op_without_a_decision(monk
         get_spec("softmax").check_shape(get_spec("softmax").shape(*too_wide))
     assert dispatch._choose("softmax", torch.float32, too_wide, -1, None) == (None, None)
     assert dispatch._choose("add", torch.float32, (0,), -1, None) == (None, None)
+
+
+@pytest.mark.parametrize("shape", ["1024x1024x1024", (1024, 1024, 1024), [1024, 1024, 1024],
+                                   {"K": 1024, "M": 1024, "N": 1024}])
+def test_explain_takes_a_shape_in_any_of_its_spellings(configs, shape):
+    choice = ops.explain("matmul", torch.float32, shape, gpu=SLUG)
+    assert choice.shape == "1024x1024x1024" and choice.uses_triton
+
+
+def test_explain_takes_a_shape_object_and_an_int_and_refuses_the_rest(configs):
+    from tritonbench_lab.shapes import Shape
+
+    assert ops.explain("matmul", torch.float32, Shape.of(M=1024, N=1024, K=1024),
+                       gpu=SLUG).uses_triton
+    assert ops.explain("add", torch.float32, 4097, gpu=SLUG).shape == "4097"
+    with pytest.raises(TlabError, match="a shape is '4096x4096x512'"):
+        ops.explain("add", torch.float32, 4097.0, gpu=SLUG)

@@ -119,8 +119,9 @@ def test_the_environment_variable_records_from_the_first_call(tmp_path):
 
 def test_record_then_sweep_then_the_shapes_are_tuned(tmp_path, monkeypatch):
     """The three steps end to end in the interpreter: a program's calls recorded, `tlab sweep
-    --shapes-from` (every kernel in the file), and the same program finds each shape tuned."""
-    first, again = tmp_path / "calls.csv", tmp_path / "again.csv"
+    --shapes-from` (every kernel in the file), and the same program finds each shape tuned;
+    recorded again into the same file, each call gains a row saying so."""
+    first = tmp_path / "calls.csv"
 
     def program(path):
         with ops.record_shapes(path):
@@ -134,5 +135,6 @@ def test_record_then_sweep_then_the_shapes_are_tuned(tmp_path, monkeypatch):
     assert "[1/2] tlab sweep add" in done.stderr and "[2/2] tlab sweep softmax" in done.stderr
     monkeypatch.setenv("TLAB_CONFIG_DIR", str(tmp_path / "configs"))
     ops.clear()
-    program(again)
-    assert calls(again) == [("add", "fp32", "300", HERE), ("softmax", "fp32", "5x72", HERE)]
+    program(first)
+    assert calls(first) == [("add", "fp32", "300", UNTUNED), ("softmax", "fp32", "5x72", UNTUNED),
+                            ("add", "fp32", "300", HERE), ("softmax", "fp32", "5x72", HERE)]

@@ -81,7 +81,7 @@ def check(
             print_table(out, _regret_table(item))
     for problem in report.problems:
         err.print(str(problem), markup=False, highlight=False, soft_wrap=True)
-    out.print(report.summary())
+    out.print(report.summary(), soft_wrap=True)  # one line, however narrow the terminal
     if report.errors:
         sys.exit(1)
 

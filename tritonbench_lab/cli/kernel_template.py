@@ -7,7 +7,8 @@ from __future__ import annotations
 
 KERNEL = '''\
 """${name}: y = x * sigmoid(x) (SiLU) over n elements, written by `tlab new ${name}` as a
-start. Make it yours: change the kernel and the parts around it, and after each change run
+start. Make it yours: change the kernel and the parts around it, and after each change run,
+from this file's folder,
 
     tlab list -m ${name}.py           (calls each part of SPEC once, names the first wrong one)
     python -m pytest test_${name}.py  (every config at awkward sizes, against the reference)
@@ -121,6 +122,8 @@ SPEC = KernelSpec(
     default_shapes=tuple(Shape.of(n=2**k) for k in (16, 20, 24, 28)),  # for a GPU
     small_shapes=(Shape.of(n=1000), Shape.of(n=4097)),  # for Triton's interpreter
     make_inputs=make_inputs,
+    # The shape of a call, read from its inputs: ops.kernel("${name}")(x=x) needs no sizes.
+    shape_of=lambda inputs: Shape.of(n=inputs["x"].numel()),
     # An element passes when |y - reference| <= atol + rtol * |reference|.
     tolerance={
         torch.float32: Tolerance(atol=1e-5, rtol=1e-5),

@@ -52,7 +52,7 @@ from tritonbench_lab.data.records import (
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.runtime import recording
-from tritonbench_lab.shapes import shape_sizes, shape_text
+from tritonbench_lab.shapes import Shape, shape_sizes, shape_text
 from tritonbench_lab.spec import parse_dtype, triton_interpreting
 from tritonbench_lab.tuned import (
     alignment_class,
@@ -60,6 +60,7 @@ from tritonbench_lab.tuned import (
     current_gpu_slug,
     dtype_key,
     find,
+    ordered_sizes,
 )
 
 log = logging.getLogger("tritonbench_lab.ops")
@@ -188,11 +189,28 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                   HERE if found.exact else NEARBY)
 
 
-def explain(kernel: str, dtype, shape: str | tuple[int, ...], *, gpu: str | None = None,
-            directory: Path | None = None) -> Choice:
-    """Why ops would call tlab's kernel or the PyTorch op for this shape ('4096x4096x512')."""
-    sizes = shape_sizes(shape) if isinstance(shape, str) else tuple(shape)
-    return decide(kernel, dtype, sizes, gpu=gpu, directory=directory)
+def explain(kernel: str, dtype, shape: str | int | tuple[int, ...] | dict | Shape, *,
+            gpu: str | None = None, directory: Path | None = None) -> Choice:
+    """Why ops would call tlab's kernel or the PyTorch op for this shape: '4096x4096x512', its
+    sizes in the kernel's dims order (a tuple, or an int for a kernel of one dim), a Shape, or
+    sizes by name ({'M': 4096, 'N': 4096, 'K': 512})."""
+    return decide(kernel, dtype, _sizes_of(kernel, shape), gpu=gpu, directory=directory)
+
+
+def _sizes_of(kernel: str, shape) -> tuple[int, ...]:
+    if isinstance(shape, str):
+        return shape_sizes(shape)
+    if isinstance(shape, Shape):
+        shape = dict(shape.dims)
+    if isinstance(shape, dict):
+        return ordered_sizes(kernel, shape)
+    if isinstance(shape, int):
+        return (shape,)
+    if isinstance(shape, (tuple, list)) and all(isinstance(n, int) for n in shape):
+        return tuple(shape)
+    raise TlabError(f"explain({kernel!r}, ..., shape={shape!r}): a shape is '4096x4096x512', "
+                    "a tuple or int of sizes in the kernel's dims order, a Shape, or a dict of "
+                    "sizes by dim name")
 
 
 # --- the memo -----------------------------------------------------------------------------

@@ -12,7 +12,8 @@ While recording is on, the first call of each kernel, dtype, shape and device ap
 `Called` row (data/records.py) to the file: what ops decided there and how near the GPU's
 tuned shapes it is (`tuned`: here, near, none, refused, cpu). Rows go through the same
 locked appends as results, so several processes may record into one file; a file recorded
-into again keeps its rows and gains only calls it does not hold yet.
+into again keeps its rows and gains a row for each call it does not hold yet, and for each
+whose decision changed since (tuned since, say): the newest row of a call stands.
 
 Only first calls record: dispatch.py notes a decision when it makes one, so a call whose
 decision is memoised costs nothing more than before (which is why ops.record_shapes clears
@@ -33,15 +34,17 @@ from tritonbench_lab.errors import TlabError
 ENV = "TLAB_RECORD_SHAPES"
 
 _file: list[Path | None] = [None]  # where calls are recorded now; None: not recording
-_seen: set[tuple[str, str, str, str]] = set()  # (kernel, dtype, shape, gpu) in that file
+# (kernel, dtype, shape, gpu) -> (tuned, provider) of its newest row in that file
+_seen: dict[tuple[str, str, str, str], tuple[str, str]] = {}
 
 
 def start(path: str | os.PathLike) -> None:
     """Record first calls into `path` from now on (the rows it holds already are kept, and
-    not recorded again)."""
+    a call is recorded again only where its decision changed)."""
     path = Path(path)
     _seen.clear()
-    _seen.update((r.kernel, r.dtype, r.shape, r.gpu_slug) for r in read_table(path, Called))
+    _seen.update(((r.kernel, r.dtype, r.shape, r.gpu_slug), (r.tuned, r.provider))
+                 for r in read_table(path, Called))
     _file[0] = path
 
 
@@ -62,9 +65,9 @@ def note(kernel: str, dtype: str, shape: str, gpu: str, tuned: str, provider: st
     if path is None:
         return
     key = (kernel, dtype, shape, gpu)
-    if key in _seen:
+    if _seen.get(key) == (tuned, provider):
         return
-    _seen.add(key)
+    _seen[key] = (tuned, provider)
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     append_rows(path, [Called(kernel, dtype, shape, gpu, tuned, provider, now)])
 
