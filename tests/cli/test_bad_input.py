@@ -419,6 +419,8 @@ CASES = [
          ["test_my_op.py' exists already"], _module_named("test_my_op.py")),
     case("new-out-a-file", ["new", "my_op", "--out", "{tmp}/afile"],
          ["--out '{tmp}/afile' is not a folder"], _afile),
+    case("timing-in-the-interpreter", [*SWEEP, "--timing", "cudagraph"],
+         ["--timing cudagraph chooses a GPU's clock", "leave --timing out there"]),
     # --shapes-from: a file of recorded calls (ops.record_shapes)
     case("shapes-from-missing", ["sweep", "--interpret", "--shapes-from", "{tmp}/none.csv"],
          ["--shapes-from '{tmp}/none.csv': no such file", "ops.record_shapes"]),

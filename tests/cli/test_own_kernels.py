@@ -215,7 +215,8 @@ def test_a_new_kernel_swept_checked_exported_and_called_from_model_code(tmp_path
     assert "2 valid row(s)" in check.stdout and "0 error(s)" in check.stdout
     export = tlab("export", "scaled_relu", "--format", "json", cwd=tmp_path)
     assert export.returncode == 0, export.stderr
-    exported = json.loads((tmp_path / "exported" / "scaled_relu-interpreter.json").read_text())
+    exported = json.loads((tmp_path / "build" / "exported" / "scaled_relu-interpreter.json")
+                          .read_text())
     assert set(exported["fp32"]) == {"5x77", "3x100"}
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     done = subprocess.run([sys.executable, "-c", MODEL_CODE], cwd=tmp_path, env=env,

@@ -32,6 +32,17 @@ def test_each_config_counts_once_by_its_standing_row_and_the_plan_counts_the_pru
         "1 config: 1 wrong_result")
 
 
+def test_only_the_plans_configs_are_counted_where_an_earlier_larger_space_left_rows():
+    """A sweep of a one-config space at a shape swept whole before: its tally is that
+    config's (it counted 180 ok of 72 configs); the winner stays the shape's."""
+    earlier = [record("triton", f"ROWS={r} num_warps=4", "64x1024", float(r)) for r in (1, 2, 4)]
+    mine = record("triton", "ROWS=8 num_warps=4", "64x1024", 9.0)
+    found = tally("softmax", "fp32", "64x1024", [*earlier, mine], configs=1, skipped=0,
+                  planned={"ROWS=8 num_warps=4"})
+    assert found.counts_text() == "1 config: 1 ok"
+    assert found.winner.config == "ROWS=1 num_warps=4"
+
+
 def test_errors_are_one_line_and_cut():
     assert shortened("a\n  b\tc") == "a b c"
     assert shortened("x" * 200, limit=10) == "xxxxxxx..."

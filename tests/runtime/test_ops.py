@@ -115,9 +115,18 @@ def test_near_a_tuned_shape_gpu_times_scale_with_the_work_and_host_times_do_not(
 
 
 def test_configs_without_host_times_decide_eager_calls_by_gpu_time(configs):
-    choice = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
+    write_winners(configs / "some-gpu" / "matmul.csv",
+                  [winner("1024x1024x1024", A, dtype="fp32", p50_ms=1.0, op_p50_ms=2.0)])
+    choice = decide("matmul", torch.float32, (1024, 1024, 1024), gpu="some-gpu")
     assert choice.provider == choice.captured == "triton" and choice.eager_speedup is None
     assert "no host times recorded there, so eager calls go by GPU time too" in choice.reason
+    assert "tlab host-times" in choice.reason
+
+
+def test_the_interpreters_choice_does_not_ask_for_host_times(configs):
+    """Host times are a GPU's: `tlab host-times` cannot run in the interpreter."""
+    choice = decide("matmul", torch.float32, (1024, 1024, 1024), gpu="interpreter")
+    assert choice.eager_speedup is None and "host-times" not in choice.reason
 
 
 def test_ops_switch_per_call_between_eager_and_captured_choices(configs, device, monkeypatch):

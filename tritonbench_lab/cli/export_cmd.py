@@ -28,7 +28,8 @@ def export(
         "layout, one file per GPU, dtype and fixed sizes keyed by the first size (M, rows), "
         "read by tritonbench_lab.views.export.load_vllm_config.")] = Format.autotune,
     out: Annotated[Path, typer.Option(
-        "--out", help="Folder to write the exported files into.")] = Path("exported"),
+        "--out", help="Folder to write the exported files into (by default one git "
+        "ignores: copy them where your code reads them).")] = Path("build/exported"),
     root: Root = Path("."),
     kernel_module: KernelModules = None,
 ) -> None:

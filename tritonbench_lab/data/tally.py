@@ -39,14 +39,18 @@ class ShapeTally:
 
 
 def tally(kernel: str, dtype: str, shape: str, rows: list[Record], configs: int,
-          skipped: int) -> ShapeTally:
+          skipped: int, planned: set[str] | None = None) -> ShapeTally:
     """The tally of one dtype and shape from its rows of one toolchain (each config counted
     once, by the row that stands for it: winners.py's rules 2 and 3), given how many configs
     the plan holds there and how many of them it pruned (their `skipped` rows may carry an
-    older toolchain: a pruned config is written once)."""
+    older toolchain: a pruned config is written once). `planned`: the plan's config texts,
+    where rows of other configs stand at the shape (an earlier sweep of a larger space):
+    only the plan's are counted. The winner is the shape's, whichever run measured it."""
     found = [r for r in shape_results([r for r in rows if r.status != SKIPPED])
              if (r.kernel, r.dtype, r.shape) == (kernel, dtype, shape)]
     standing = list(found[0].configs.values()) if found else []
+    if planned is not None:
+        standing = [row for row in standing if row.config in planned]
     by_status = {SKIPPED: skipped} if skipped else {}
     first_errors: dict[str, str] = {}
     for row in standing:

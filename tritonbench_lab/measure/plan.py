@@ -313,6 +313,9 @@ def _check_options(request: SweepRequest) -> None:
         raise TlabError("no shapes to sweep")
     if request.timing not in ("auto", *TIMINGS):
         raise TlabError(f"--timing {request.timing!r}: accepted are auto, {', '.join(TIMINGS)}")
+    if request.interpret and request.timing != "auto":
+        raise TlabError(f"--timing {request.timing} chooses a GPU's clock; Triton's "
+                        "interpreter is timed by wall clock: leave --timing out there")
     unknown = sorted(set(request.baselines or ()) - set(spec.baselines) - set(ALL_BASELINES))
     if unknown:
         raise TlabError(f"--baselines {','.join(unknown)}: {spec.name}'s baselines are "

@@ -77,6 +77,7 @@ from tritonbench_lab.search.contenders import (
 )
 from tritonbench_lab.search.prior import prior_configs
 from tritonbench_lab.search.strategies import SearchRequest, make_search
+from tritonbench_lab.space import config_text
 from tritonbench_lab.tuned import check_round_trip
 
 LOOKAHEAD = CASES_KEPT  # shapes open at once while the pool compiles: the worker keeps them
@@ -361,7 +362,8 @@ def tallied(run: _Run, dtype: str, shape, items: list[Planned], pipeline: Pipeli
     key = (dtype, str(shape))
     with run.lock:
         found = tally(run.request.spec.name, dtype, key[1], run.rows.get(key, []),
-                      len(configs), sum(bool(p.skip_reason) for p in configs))
+                      len(configs), sum(bool(p.skip_reason) for p in configs),
+                      {config_text(p.task.config) for p in configs})
         run.tallies[key] = found
         run.events.shape_finished(found)
 

@@ -174,8 +174,9 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                   f"{speedup:.2f}x, less than the {NEAR_MARGIN:.2f}x a nearby shape needs")
     eager_wins = wins if eager is None else (eager > 1.0 if found.exact else eager >= NEAR_MARGIN)
     if eager is None:
-        reason += ("; no host times recorded there, so eager calls go by GPU time too "
-                   "(`tlab host-times` on that GPU records them)")
+        if found.path.parent.name != "interpreter":  # host times are a GPU's
+            reason += ("; no host times recorded there, so eager calls go by GPU time too "
+                       "(`tlab host-times` on that GPU records them)")
     else:
         scaled = "" if found.exact else f"; GPU times x{scale:.2f}, this shape's work"
         reason += (f"; called eagerly {eager:.2f}x (a call's host time {row.host_ms * 1e3:.0f} "

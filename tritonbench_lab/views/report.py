@@ -54,9 +54,11 @@ def kernel_section(records: list[Record], kernel: str, dtype: str,
 
 
 def write_report(path: Path, gpu: str, sections: list[str], sources: str) -> Path:
+    clock = ("the median wall-clock time of Triton's CPU interpreter (not GPU numbers)"
+             if gpu == "interpreter" else "the median time of `do_bench` (L2 flushed)")
     text = "\n".join([
         f"# tlab report: {gpu}", "",
-        "Throughput at the median time of `do_bench` (L2 flushed); `tuned / X` is the speed-up "
+        f"Throughput at {clock}; `tuned / X` is the speed-up "
         "of the tuned Triton kernel over X at the same shape, measured in the same run. "
         f"Built by `tlab report` from {sources}.", "", *sections,
     ])
