@@ -419,6 +419,9 @@ CASES = [
          ["test_my_op.py' exists already"], _module_named("test_my_op.py")),
     case("new-out-a-file", ["new", "my_op", "--out", "{tmp}/afile"],
          ["--out '{tmp}/afile' is not a folder"], _afile),
+    case("check-dtype-the-kernel-does-not-take", ["check", "--root", str(REPO), "--kernel",
+                                                  "matmul", "--dtype", "fp8e4m3"],
+         ["--dtype fp8e4m3: matmul take(s)", "no row of fp8e4m3 would be checked"]),
     case("timing-in-the-interpreter", [*SWEEP, "--timing", "cudagraph"],
          ["--timing cudagraph chooses a GPU's clock", "leave --timing out there"]),
     # --shapes-from: a file of recorded calls (ops.record_shapes)

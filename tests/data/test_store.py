@@ -361,3 +361,14 @@ def test_a_nan_in_a_configs_file_is_refused_naming_it(tmp_path):
     _with_cell(path, 2, "op_p50_ms", "nan")
     with pytest.raises(TlabError, match=r"matmul.csv' line 2: op_p50_ms is nan"):
         load_winners(path)
+
+
+@pytest.mark.parametrize("text", ["0x0", "64x0", "064x64", "64x", "-3"])
+def test_a_shape_that_is_not_positive_sizes_is_refused_naming_the_file_and_line(path, text):
+    """A shape no sweep writes (a size of 0, a stray character) is damage, as a NaN time is:
+    check and report accepted `0x0` before."""
+    append_rows(path, [row(config="BLOCK=128"), row(config="BLOCK=1024", p50=0.5)])
+    _with_cell(path, 3, "shape", text)
+    with pytest.raises(TlabError, match=rf"planted.csv' line 3: shape '{text}' is not positive "
+                                        "sizes joined by 'x'"):
+        load_records(path)

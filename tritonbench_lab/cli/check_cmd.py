@@ -23,6 +23,7 @@ from tritonbench_lab.cli.options import (
 )
 from tritonbench_lab.cli.tables import print_table
 from tritonbench_lab.data.layout import Layout
+from tritonbench_lab.errors import TlabError
 from tritonbench_lab.gates.retime import NOISE_FLOOR_MS
 from tritonbench_lab.measure import children
 from tritonbench_lab.measure.env import INTERPRETER, fingerprint
@@ -68,6 +69,7 @@ def check(
     backend = prepare(interpret, kernel_module, root)
     if backend == INTERPRETER:
         children.stop_early()  # the interpreter after all: no child of the server's
+    _refuse_dtypes_no_kernel_takes(split_list(kernel), dtypes)
     report = run_check(Layout(root), backend=backend, fingerprint=fingerprint(backend),
                        kernels=split_list(kernel), dtypes=dtypes, tolerance=tolerance,
                        timing=timing, regret=regret, repeats=repeats,
@@ -84,6 +86,21 @@ def check(
     out.print(report.summary(), soft_wrap=True)  # one line, however narrow the terminal
     if report.errors:
         sys.exit(1)
+
+
+def _refuse_dtypes_no_kernel_takes(kernels: list[str] | None, dtypes: list[str] | None) -> None:
+    """--kernel matmul --dtype fp8e4m3 would check no row and pass: refused, as sweep does."""
+    if not kernels or not dtypes:
+        return
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.spec import dtype_name
+
+    takes = {dtype_name(d) for k in kernels for d in get_spec(k).dtypes}
+    for name in dtypes:
+        if name not in takes:
+            raise TlabError(f"--dtype {name}: {', '.join(kernels)} take(s) "
+                            f"{', '.join(sorted(takes))}; no row of {name} would be checked")
 
 
 def _regret_table(item) -> Table:

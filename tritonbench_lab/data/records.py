@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass, fields
@@ -381,6 +382,9 @@ def _convert(name: str, base: type, optional: bool):
     return convert
 
 
+_SHAPE = re.compile(r"[1-9][0-9]*(x[1-9][0-9]*)*")  # a stored shape: 4096x4096x1024
+
+
 @functools.cache
 def row_decoder(cls: type):
     """A function from a row's cells, in field order, to the row (from_cells without the
@@ -391,6 +395,7 @@ def row_decoder(cls: type):
                   for i, (name, (base, optional)) in enumerate(kinds.items()) if base is not str]
     vocabulary = [(i, name, values) for i, name in enumerate(kinds)
                   for key, values in VOCABULARY.items() if key == name]
+    shapes = [i for i, name in enumerate(kinds) if name == "shape"]
 
     def decode(cells: list[str]) -> Any:
         cells = list(cells)
@@ -399,6 +404,9 @@ def row_decoder(cls: type):
         for i, name, values in vocabulary:
             if cells[i] not in values:
                 raise ValueError(f"unknown {name} {cells[i]!r}")
+        for i in shapes:
+            if not _SHAPE.fullmatch(cells[i]):
+                raise ValueError(f"shape {cells[i]!r} is not positive sizes joined by 'x'")
         return cls(*cells)
 
     return decode
