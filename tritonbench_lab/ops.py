@@ -276,13 +276,13 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     if how is not None:
         op = _torch_matmul_gelu if how == GRAD else _REGISTERED["matmul_gelu"]
         return _into(out, op(a, b, bias, approximate))
-    if (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype == bias.dtype
-            and a.dtype in _DTYPES["matmul_gelu"] and bias.shape == (b.shape[1],)
-            and bias.is_contiguous()):
+    sa, sb, dtype = a.shape, b.shape, a.dtype
+    if len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _DTYPES["matmul_gelu"]:
         kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
-        launch = plan(kernel, a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device(),
+        launch = plan(kernel, dtype, (sa[0], sb[1], sa[1]), a.get_device(),
                       lambda config: _matmul.bind(config, form))
-        if _takes(launch, a, b, out):
+        if (launch is not None and bias.dtype == dtype and bias.shape == (sb[1],)
+                and bias.is_contiguous() and _takes(launch, a, b, out)):
             return launch(a, b, out, bias)
     return _into(out, _torch_matmul_gelu(a, b, bias, approximate))
 
@@ -292,8 +292,9 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     how = _elsewhere(x)
     if how is not None:
         return _into(out, torch.softmax(x, -1) if how == GRAD else _REGISTERED["softmax"](x))
-    if x.ndim == 2 and x.dtype in _DTYPES["softmax"]:
-        launch = plan("softmax", x.dtype, tuple(x.shape), x.get_device())
+    shape, dtype = x.shape, x.dtype
+    if len(shape) == 2 and dtype in _DTYPES["softmax"]:
+        launch = plan("softmax", dtype, tuple(shape), x.get_device())
         if launch is not None:
             return launch(x, out)
     return _into(out, torch.softmax(x, dim=-1))
@@ -316,11 +317,14 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
         if residual is None:
             return _REGISTERED["rmsnorm"](x, weight, eps)
         return _REGISTERED["add_rmsnorm"](x, weight, eps, residual)
-    kernel = "rmsnorm" if residual is None else "add_rmsnorm"
-    if x.ndim == 2 and x.dtype in _DTYPES["rmsnorm"] and weight.dtype == x.dtype:
-        launch = plan(kernel, x.dtype, tuple(x.shape), x.get_device())
-        if launch is not None:
+    shape, dtype = x.shape, x.dtype
+    if len(shape) == 2 and dtype in _DTYPES["rmsnorm"]:
+        launch = plan("rmsnorm" if residual is None else "add_rmsnorm", dtype, tuple(shape),
+                      x.get_device())
+        if launch is not None and weight.dtype == dtype:
             return launch(x, weight, eps, residual)
+    if residual is None:  # the common case without _torch_rmsnorm's call: it costs host time
+        return F.rms_norm(x, (shape[-1],), weight, eps)
     return _torch_rmsnorm(x, weight, eps, residual)
 
 
@@ -330,12 +334,13 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     how = _elsewhere(x, weight, bias)
     if how == GRAPH:
         return _REGISTERED["layernorm"](x, weight, bias, eps)
-    if (how is None and x.ndim == 2 and x.dtype in _DTYPES["layernorm"]
-            and weight.dtype == bias.dtype == x.dtype and weight.shape == bias.shape == (x.shape[1],)):
-        launch = plan("layernorm", x.dtype, tuple(x.shape), x.get_device())
-        if launch is not None:
+    shape, dtype = x.shape, x.dtype
+    if how is None and len(shape) == 2 and dtype in _DTYPES["layernorm"]:
+        launch = plan("layernorm", dtype, tuple(shape), x.get_device())
+        if (launch is not None and weight.dtype == bias.dtype == dtype
+                and weight.shape == bias.shape == (shape[1],)):
             return launch(x, weight, bias, eps)
-    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+    return F.layer_norm(x, (shape[-1],), weight, bias, eps)
 
 
 def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
@@ -347,15 +352,20 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
     how = _elsewhere(q, k, cos, sin)
     if how == GRAPH:
         return _REGISTERED["rope"](q, k, cos, sin)
-    if (how is None and q.ndim == 4 and k.ndim == 4 and k.shape[:2] == q.shape[:2]
-            and k.shape[3] == q.shape[3] and k.shape[2] <= q.shape[2] and k.dtype == q.dtype
-            and q.dtype in _DTYPES["rope"] and q.shape[3] % 2 == 0
-            and cos.dtype == sin.dtype == torch.float32
-            and cos.shape == sin.shape == (q.shape[1], q.shape[3] // 2)):
-        launch = plan("rope", q.dtype, tuple(q.shape), q.get_device())
-        if launch is not None:
+    shape, dtype = q.shape, q.dtype
+    if how is None and len(shape) == 4 and dtype in _DTYPES["rope"] and shape[3] % 2 == 0:
+        launch = plan("rope", dtype, tuple(shape), q.get_device())
+        if launch is not None and _rope_takes(q, k, cos, sin):
             return launch(q, k, cos, sin)
     return _rope.rotate_half_rope(q, k, cos, sin)
+
+
+def _rope_takes(q, k, cos, sin) -> bool:
+    """Whether the rope kernel takes these operands (q's shape and dtype were checked)."""
+    sq, sk = q.shape, k.shape
+    return (k.ndim == 4 and sk[:2] == sq[:2] and sk[3] == sq[3] and sk[2] <= sq[2]
+            and k.dtype == q.dtype and cos.dtype == sin.dtype == torch.float32
+            and cos.shape == sin.shape == (sq[1], sq[3] // 2))
 
 
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -363,10 +373,11 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     how = _elsewhere(x, y)
     if how == GRAPH:
         return _REGISTERED["add"](x, y)
-    if (how is None and x.shape == y.shape and x.dtype == y.dtype and x.dtype in _DTYPES["add"]
-            and x.is_contiguous() and y.is_contiguous()):
-        launch = plan("add", x.dtype, (x.numel(),), x.get_device())
-        if launch is not None:
+    dtype = x.dtype
+    if how is None and dtype in _DTYPES["add"]:
+        launch = plan("add", dtype, (x.numel(),), x.get_device())
+        if (launch is not None and x.shape == y.shape and y.dtype == dtype
+                and x.is_contiguous() and y.is_contiguous()):
             return launch(x, y)
     return torch.add(x, y)
 

@@ -434,3 +434,36 @@ def test_explain_takes_a_shape_object_and_an_int_and_refuses_the_rest(configs):
     assert ops.explain("add", torch.float32, 4097, gpu=SLUG).shape == "4097"
     with pytest.raises(TlabError, match="a shape is '4096x4096x512'"):
         ops.explain("add", torch.float32, 4097.0, gpu=SLUG)
+
+
+def test_where_the_shape_is_tuned_but_another_operand_is_not_the_kernels_the_op_runs(configs,
+                                                                                     device):
+    """The decision is keyed on the first operand (so the op's path checks little); the
+    other operands are checked before tlab's kernel runs: a broadcast, a weight of another
+    dtype, a k of more heads than q all get the op, and its answer."""
+    for kernel, shape, config in (
+            ("layernorm", "7x64", "ROWS=1 num_warps=4 TILE_COLS=0"),
+            ("rope", "2x5x3x64", "BLOCK=128 num_warps=1"),
+            ("add", "4097", "BLOCK=1024 num_warps=4"),
+            ("rmsnorm", "7x64", "ROWS=1 num_warps=4")):
+        write_winners(configs / SLUG / f"{kernel}.csv", [
+            winner(shape, config, dtype="fp32", kernel=kernel, op_p50_ms=2.0)])
+    tuned.clear_cache()
+    gen = torch.Generator(device=device).manual_seed(9)
+    u = torch.randn(4097, generator=gen, device=device)
+    one = torch.randn(1, generator=gen, device=device)
+    torch.testing.assert_close(ops.add(u, one), u + one)  # broadcast
+    assert ops.bound_launch("add", u.dtype, (4097,), u.get_device()) is not None  # tuned
+    x = torch.randn(7, 64, generator=gen, device=device)
+    w64 = torch.randn(64, generator=gen, device=device).double()  # a weight of another dtype
+    torch.testing.assert_close(ops.rmsnorm(x, w64),
+                               torch.nn.functional.rms_norm(x, (64,), w64, 1e-6))
+    assert ops.bound_launch("rmsnorm", x.dtype, (7, 64), x.get_device()) is not None
+    q = torch.randn(2, 5, 3, 64, generator=gen, device=device)
+    k_other = torch.randn(2, 5, 4, 64, generator=gen, device=device)  # more heads than q
+    angles = torch.rand(5, 32, generator=gen, device=device)
+    from tritonbench_lab.kernels.rope import rotate_half_rope
+
+    for got, want in zip(ops.rope(q, k_other, angles.cos(), angles.sin()),
+                         rotate_half_rope(q, k_other, angles.cos(), angles.sin()), strict=True):
+        torch.testing.assert_close(got, want)
