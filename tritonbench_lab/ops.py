@@ -196,6 +196,17 @@ class TunedKernel:
 
     def __call__(self, inputs: dict | None = None, /, **named):
         inputs = {**inputs, **named} if inputs else named
+        try:
+            return self._call(inputs)
+        except KeyError as err:  # an input the kernel reads is missing: say which it takes
+            taken = self.input_names()
+            missing = [n for n in taken if n not in inputs]
+            if not missing:
+                raise
+            raise TlabError(f"{self.spec.name} takes {', '.join(taken)} (as make_inputs names "
+                            f"them); missing: {', '.join(missing)}") from err
+
+    def _call(self, inputs: dict):
         spec = self.spec
         tensor = next((v for v in inputs.values()
                        if isinstance(v, torch.Tensor) and v.dtype in spec.dtypes), None)
@@ -205,6 +216,12 @@ class TunedKernel:
             if launch is not None:
                 return launch(inputs)
         return _one(self._op(inputs))
+
+    def input_names(self) -> list[str]:
+        """The inputs a call takes: those make_inputs draws, at the kernel's first small shape
+        (on the CPU; asked only when a call lacks one)."""
+        spec = self.spec
+        return list(spec.make_inputs(spec.small_shapes[0], spec.dtypes[0], "cpu", 0))
 
     def sizes(self, inputs: dict) -> tuple[int, ...]:
         """The sizes of a call, in the kernel's dims order."""

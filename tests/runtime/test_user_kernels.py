@@ -142,3 +142,13 @@ def test_what_cannot_be_served_is_one_line(project):
     (project / "no_op.py").write_text(source)
     with pytest.raises(TlabError, match="axpy_no_op has no 'torch' baseline"):
         ops.kernel("axpy_no_op", module="no_op.py")
+
+
+def test_a_call_missing_an_input_names_the_inputs_the_kernel_takes(project):
+    """Not a bare KeyError from the baseline: the names make_inputs gives, and the missing."""
+    path = _kernel_module(project, "axpy_missing")
+    axpy = ops.kernel("axpy_missing", module=path)
+    x, _ = _inputs(1000)
+    with pytest.raises(TlabError, match="axpy_missing takes x, y .as make_inputs names them.; "
+                                        "missing: y"):
+        axpy(x=x)
