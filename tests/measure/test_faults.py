@@ -134,7 +134,7 @@ def _append_rows(path: str, writer_id: int, count: int) -> None:
     for index in range(count):
         append_rows(Path(path), [Record(
             run_id=f"writer{writer_id}", timestamp="2026-01-01T00:00:00+00:00", kernel="k",
-            provider=TRITON, dtype="fp32", shape=str(index), config=f"W={writer_id}",
+            provider=TRITON, dtype="fp32", shape=str(index + 1), config=f"W={writer_id}",
             status=OK, error="a, \"quoted\" error\nthat spans lines" * (index % 2),
             max_abs_error=0.0, p20_ms=1.0, p50_ms=1.0, p80_ms=1.0, throughput=1.0,
             metric="GB/s", compile_s=0.1, phase="sweep", method="do_bench", warmup_ms=25,
@@ -177,7 +177,7 @@ def test_four_processes_appending_to_one_file_lose_and_tear_nothing(tmp_path):
     assert len(found) == 600
     for writer_id in range(4):
         mine = [r for r in found if r.run_id == f"writer{writer_id}"]
-        assert [int(r.shape) for r in mine] == list(range(150))  # in order, none missing
+        assert [int(r.shape) for r in mine] == list(range(1, 151))  # in order, none missing
     assert path.read_text().count("run_id,") == 1  # one header
 
 
