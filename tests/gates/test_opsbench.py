@@ -2,6 +2,7 @@
 
 import pytest
 from helpers.backend import INTERPRETING
+from helpers.ops_state import ops_reading
 
 from tritonbench_lab.gates.opsbench import SHAPES, OpsRow, report
 from tritonbench_lab.kernels import get_spec
@@ -29,14 +30,8 @@ def test_the_shapes_are_untuned_and_cover_what_users_have():
 def no_configs(tmp_path, monkeypatch):
     """ops with an empty configs folder (so it calls the PyTorch op everywhere), forgotten
     after the test."""
-    from tritonbench_lab import ops, tuned
-
-    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
-    tuned.clear_cache()
-    ops.clear()
-    yield
-    tuned.clear_cache()
-    ops.clear()
+    with ops_reading(monkeypatch, tmp_path, recheck=False):
+        yield
 
 
 def test_each_kernel_of_the_benchmark_calls_ops_and_the_op_it_stands_in_for(device, no_configs):

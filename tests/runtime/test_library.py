@@ -9,10 +9,11 @@ import torch
 import torch.nn.functional as F
 from helpers.backend import INTERPRETING
 from helpers.fixture_results import winner, write_winners
+from helpers.ops_state import ops_reading
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from tritonbench_lab import ops, tuned
-from tritonbench_lab.runtime import dispatch, library
+from tritonbench_lab import ops
+from tritonbench_lab.runtime import library
 
 pytestmark = pytest.mark.skipif(not INTERPRETING, reason="CPU tensors: the interpreter's test")
 
@@ -27,13 +28,8 @@ def tuned_layernorm(tmp_path, monkeypatch):
     write_winners(tmp_path / "interpreter" / "layernorm.csv", [
         winner(f"{rows}x{COLS}", LAYERNORM, kernel="layernorm", dtype="fp32", p50_ms=1.0,
                op_p50_ms=2.0) for rows in (ROWS, 2 * ROWS)])
-    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(dispatch, "RECHECK_S", 0.0)
-    tuned.clear_cache()
-    ops.clear()
-    yield tmp_path
-    tuned.clear_cache()
-    ops.clear()
+    with ops_reading(monkeypatch, tmp_path):
+        yield tmp_path
 
 
 def _inputs(rows=ROWS, requires_grad=False):

@@ -7,6 +7,7 @@ import pytest
 import torch
 from helpers.backend import INTERPRETING
 from helpers.fixture_results import winner, write_winners
+from helpers.ops_state import ops_reading
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.data.records import parse_config_text
@@ -27,13 +28,8 @@ def configs(tmp_path, monkeypatch):
         winner("2048x2048x1024", A, dtype="fp32", p50_ms=1.0, op_p50_ms=NEAR_MARGIN - 0.01),
         winner("4096x4096x4096", A, dtype="fp32", p50_ms=1.0, op_p50_ms=0.9),
     ])
-    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(dispatch, "RECHECK_S", 0.0)
-    tuned.clear_cache()
-    ops.clear()
-    yield tmp_path
-    tuned.clear_cache()
-    ops.clear()
+    with ops_reading(monkeypatch, tmp_path):
+        yield tmp_path
 
 
 @pytest.mark.parametrize("sizes, provider, phrase", [

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from helpers.backend import INTERPRETING
 from helpers.fixture_results import winner, write_winners
+from helpers.ops_state import ops_reading
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.errors import TlabError
@@ -29,12 +30,8 @@ def random(*shape, seed=1):
 
 @pytest.fixture
 def untuned(tmp_path, monkeypatch):
-    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
-    tuned.clear_cache()
-    ops.clear()
-    yield
-    tuned.clear_cache()
-    ops.clear()
+    with ops_reading(monkeypatch, tmp_path, recheck=False):
+        yield
 
 
 @pytest.fixture
@@ -43,13 +40,8 @@ def tuned_at_padded(tmp_path, monkeypatch):
     67-wide layer padded to 128 columns."""
     write_winners(tmp_path / SLUG / "matmul.csv", [
         winner("24x128x40", A, dtype="fp32", p50_ms=1.0, op_p50_ms=2.0)])
-    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(dispatch, "RECHECK_S", 0.0)
-    tuned.clear_cache()
-    ops.clear()
-    yield
-    tuned.clear_cache()
-    ops.clear()
+    with ops_reading(monkeypatch, tmp_path):
+        yield
 
 
 @pytest.mark.parametrize("out_features, bias, lead", [

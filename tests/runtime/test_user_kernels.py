@@ -8,11 +8,11 @@ import pytest
 import torch
 from helpers.backend import INTERPRETING
 from helpers.fixture_results import winner, write_winners
+from helpers.ops_state import ops_reading
 from helpers.paths import REPO
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.runtime import dispatch
 
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
 TUNED = "BLOCK=256 num_warps=2"
@@ -39,13 +39,8 @@ def project(tmp_path, monkeypatch):
     """TEST DATA: a user's project folder, the current folder, whose configs/ hold winners of
     its kernels (written by each test) at n=1000: tlab's kernel 2x the PyTorch op."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(tuned.CONFIG_DIR_ENV, raising=False)
-    monkeypatch.setattr(dispatch, "RECHECK_S", 0.0)
-    tuned.clear_cache()
-    ops.clear()
-    yield tmp_path
-    tuned.clear_cache()
-    ops.clear()
+    with ops_reading(monkeypatch, None):
+        yield tmp_path
 
 
 def _tuned_at_1000(project, name):
