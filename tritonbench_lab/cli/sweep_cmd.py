@@ -56,7 +56,7 @@ def _first_pass_budget(rep_ms: int):
 
 def sweep(
     kernel: Annotated[str | None, typer.Argument(
-        metavar="[KERNEL]", help="Kernel (see `tlab list`); with --shapes-from, default: each "
+        metavar="KERNEL", help="Kernel (see `tlab list`); with --shapes-from, default: each "
         "kernel the file holds calls of, one sweep after another.",
         autocompletion=complete_kernels, show_default=False)] = None,
     dtype: Dtypes = None,
@@ -158,7 +158,8 @@ def sweep(
     kernel_module: KernelModules = None,
     old_out: OldOut = None,
 ) -> None:
-    """Tune KERNEL: verify and time every config over the shapes, store rows and winners.
+    """Tune KERNEL: verify and time every config over the shapes, store rows and winners
+    (with --shapes-from, the shapes a program recorded, of each kernel it called).
 
     The summary lists, per dtype and shape, how many configs ended in each status and the
     first error of each kind of failure. Exit code: 0 when every shape asked for has a
