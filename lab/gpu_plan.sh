@@ -14,7 +14,10 @@
 #   bash lab/gpu_plan.sh models         # issue 51 on either GPU: the model-bench's shapes
 #                                       #   recorded (lab/record_model_shapes.py) and swept
 #                                       #   (--shapes-from, prior search), host-times, then
-#                                       #   model-bench and ops-bench on those configs
+#                                       #   model-bench (per width, prefill then decode) and
+#                                       #   ops-bench on those configs
+#   bash lab/gpu_plan.sh models gates   # several plans: their steps in that order (a step
+#                                       #   of the same name runs once)
 #
 # Everything runs in one root kept on the machine between calls (/root/plan: a copy of the
 # checkout's results/ and configs/ on the first call; the sweeps plan starts it empty). Each
@@ -27,21 +30,24 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-plan=${1:?sweeps, gates, portability or models}
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, portability or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
-  [ "$plan" = sweeps ] || cp -r results configs "$ROOT/"
+  [ "$1" = sweeps ] || cp -r results configs "$ROOT/"
+  [ -d logs ] && cp -r logs "$ROOT/"  # a fresh machine: the steps done on the last one
 fi
-mkdir -p "$OUT" "$ROOT/.done" "$ROOT/logs"
+mkdir -p "$OUT" "$ROOT/logs/done"
 export TLAB_CONFIG_DIR=$ROOT/configs  # ops-bench reads the plan's configs
 nvidia-smi --query-gpu=name,serial,driver_version --format=csv,noheader | tee -a "$ROOT/logs/gpu.txt"
 slug=$(python3 -c "import torch; from tritonbench_lab.data.layout import slugify; \
 print(slugify(torch.cuda.get_device_name()))")
 
 # name | estimate in s | command (run as `python3 -m tritonbench_lab COMMAND --root ROOT`)
+STEPS=()
+for plan in "$@"; do
 case "$plan" in
-  sweeps) STEPS=(
+  sweeps) STEPS+=(
     "main|75|sweep matmul --dtype bf16 --sizes 512-8192"
     "calibrate|60|calibrate"
     "matmul-bf16|160|sweep matmul --dtype bf16"
@@ -54,7 +60,7 @@ case "$plan" in
     "layernorm|160|sweep layernorm --dtype fp32,bf16"
     "rope|120|sweep rope --dtype fp32,bf16"
     "softmax|300|sweep softmax --dtype fp32,bf16") ;;
-  gates) STEPS=(
+  gates) STEPS+=(
     "add_rmsnorm|180|sweep add_rmsnorm --dtype fp32,bf16 --fresh"
     "softmax|300|sweep softmax --dtype fp32,bf16 --fresh"
     "host-times|90|host-times"
@@ -63,27 +69,32 @@ case "$plan" in
     "check-3|170|check --gpu-name $slug"
     "ops-bench|240|ops-bench --out $ROOT/logs/ops-bench.md"
     "portability|300|portability nvidia-h200") ;;
-  portability) STEPS=(
+  portability) STEPS+=(
     "portability|300|portability nvidia-h100-80gb-hbm3") ;;
-  models) STEPS=(
+  models) STEPS+=(
     "record|60|lab/record_model_shapes.py $ROOT/logs/model-shapes.csv"
     "sweep-recorded|300|sweep --shapes-from $ROOT/logs/model-shapes.csv --search prior:64"
-    "host-times|120|host-times"
-    "model-bench|400|model-bench --out $ROOT/logs/model-bench.md"
-    "ops-bench|240|ops-bench --out $ROOT/logs/ops-bench.md") ;;
+    "host-times-models|120|host-times"
+    "mb-1b-prefill|250|model-bench --width 1b --workload prefill --out $ROOT/logs/mb-1b-prefill.md"
+    "mb-7b-prefill|300|model-bench --width 7b --workload prefill --out $ROOT/logs/mb-7b-prefill.md"
+    "ops-bench|240|ops-bench --out $ROOT/logs/ops-bench.md"
+    "mb-1b-decode|250|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
+    "mb-7b-decode|300|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
+    ;;
   *) echo "unknown plan $plan: sweeps, gates, portability or models" >&2; exit 2 ;;
 esac
+done
 
 left=0
 for step in "${STEPS[@]}"; do
   IFS='|' read -r name estimate command <<< "$step"
-  [ -e "$ROOT/.done/$name" ] && continue
+  [ -e "$ROOT/logs/done/$name" ] && continue
   remaining=$(( DEADLINE - ($(date +%s) - begin) ))
   if [ "$remaining" -lt "$estimate" ]; then left=$((left + 1)); continue; fi
   start=$(date +%s)
   root_option="--root $ROOT"
   # these read TLAB_CONFIG_DIR (the plan's configs) and take no --root
-  [[ $name == ops-bench || $name == model-bench || $name == record ]] && root_option=""
+  [[ $name == ops-bench || $name == mb-* || $name == record ]] && root_option=""
   runner="-m tritonbench_lab"
   [[ $command == lab/* ]] && runner=""  # a lab script, run as a file
   # shellcheck disable=SC2086
@@ -93,7 +104,7 @@ for step in "${STEPS[@]}"; do
   echo "rc $rc in $(( $(date +%s) - start )) s: tlab $command" | tee -a "$ROOT/logs/$name.txt"
   # a check that finds a slow winner exits 1: it has measured what it was run for
   if [ "$rc" -eq 0 ] || { [ "$rc" -eq 1 ] && [[ $name == check-* ]]; }; then
-    touch "$ROOT/.done/$name"
+    touch "$ROOT/logs/done/$name"
   else
     left=$((left + 1))
   fi

@@ -390,6 +390,8 @@ CASES = [
          ["no configs for matmul under"]),
     case("ops-bench-unknown-kernel", ["ops-bench", "--kernel", "nope"],
          ["no ops-bench shapes for kernel(s) nope", "it covers matmul"]),
+    case("model-bench-unknown-workload", ["model-bench", "--workload", "prefil"],
+         ["unknown workload 'prefil'", "accepted are prefill 1x2048", "or a kind: decode, prefill"]),
     case("ops-bench-out-folder-missing", ["ops-bench", "--out", "{tmp}/no/such/x.md"],
          ["--out", "does not exist"]),
     case("sweep-jobs-zero", [*SWEEP, "--jobs", "0"], ["'--jobs'", "greater than or equal to 1"]),

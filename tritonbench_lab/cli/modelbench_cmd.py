@@ -19,7 +19,8 @@ def model_bench(
         "4096), comma-separated or repeated. Default: both.", show_default=False)] = None,
     workload: Annotated[list[str] | None, typer.Option(
         "--workload", metavar="NAMES", help="Workloads by name, e.g. 'prefill 1x2048', "
-        "'decode b8' (comma-separated or repeated). Default: every one.",
+        "'decode b8', or by kind: 'prefill', 'decode' (comma-separated or repeated). "
+        "Default: every one.",
         show_default=False)] = None,
     graphs: Annotated[bool, typer.Option(
         "--graphs/--no-graphs", help="Also time each compiled variant with CUDA graphs "
@@ -39,7 +40,7 @@ def model_bench(
 
     widths = [_pick(mb.WIDTHS, name, "width") for name in split_list(width) or list(mb.WIDTHS)]
     loads = {load.name: load for load in mb.WORKLOADS}
-    chosen = [_pick(loads, name, "workload") for name in split_list(workload) or list(loads)]
+    chosen = [load for name in split_list(workload) or list(loads) for load in _loads(loads, name)]
     if out is not None and not out.parent.is_dir():
         raise TlabError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist")
     if not torch.cuda.is_available():
@@ -65,6 +66,16 @@ def _pick(table: dict, name: str, what: str):
     if name not in table:
         raise TlabError(f"unknown {what} {name!r}: accepted are {', '.join(table)}")
     return table[name]
+
+
+def _loads(loads: dict, name: str) -> list:
+    """The workload so named, or every workload of a kind ('prefill', 'decode')."""
+    kind = [load for key, load in loads.items() if key.split()[0] == name]
+    if not kind and name not in loads:
+        kinds = sorted({key.split()[0] for key in loads})
+        raise TlabError(f"unknown workload {name!r}: accepted are {', '.join(loads)}, or a kind: "
+                        f"{', '.join(kinds)}")
+    return kind or [loads[name]]
 
 
 def register(app: typer.Typer) -> None:
