@@ -49,6 +49,7 @@ from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels import layernorm as _layernorm
 from tritonbench_lab.kernels import matmul as _matmul
 from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
+from tritonbench_lab.kernels import matmul_persistent as _persistent
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
 from tritonbench_lab.runtime import library, recording
@@ -92,6 +93,30 @@ def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
 
 # Bound once: each call of an op reads them (module attribute lookups cost on every call).
 _grad_enabled, _compiling = torch.is_grad_enabled, torch.compiler.is_compiling
+
+
+def _in_graph(kernel: str, dtype: torch.dtype, sizes: tuple, device: int,
+              approximate: str | None = None) -> bool:
+    """Inside torch.compile: whether the graph holds the registered op (tlab's kernel, decided
+    again per call when the graph runs) rather than the PyTorch op itself, which the compiler
+    traces and may fuse with its neighbours. A static shape is decided while tracing, by the
+    eager decision; a dynamic size (a SymInt) is decided per shape the graph runs at."""
+    # d.__class__, not type(d): dynamo answers int for a SymInt's type(), SymInt for this
+    if not all(d.__class__ is int for d in sizes):
+        return True
+    return _chosen_while_tracing(kernel, dtype, sizes, device, approximate)
+
+
+@torch._dynamo.assume_constant_result  # dynamo calls it while tracing, and keeps the answer
+def _chosen_while_tracing(kernel: str, dtype: torch.dtype, sizes: tuple, device: int,
+                          approximate: str | None) -> bool:
+    """Whether tlab's kernel runs at this shape, eagerly or under CUDA-graph capture (the
+    graph may be replayed: whether the compiler captures it is not known while tracing)."""
+    form = _matmul_gelu.FORMS.get(approximate) if approximate is not None else None
+    plan(kernel, dtype, sizes, device,
+         None if form is None else (lambda config: _matmul.bind(config, form)))
+    return any(bound_launch(kernel, dtype, sizes, device, captured) is not None
+               for captured in (False, True))
 
 
 @contextlib.contextmanager
@@ -267,10 +292,14 @@ def _into(out: torch.Tensor | None, y: torch.Tensor) -> torch.Tensor:
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """a @ b for 2-D a (M x K) and b (K x N)."""
     how = _elsewhere(a, b)
-    if how is not None:
-        return _into(out, torch.matmul(a, b) if how == GRAD else _REGISTERED["matmul"](a, b))
     sa, sb, dtype = a.shape, b.shape, a.dtype  # each read once: every read builds an object
-    if len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES:
+    ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
+    if how is not None:
+        if (how == GRAPH and ours
+                and _in_graph("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())):
+            return _into(out, _REGISTERED["matmul"](a, b))
+        return _into(out, torch.matmul(a, b))
+    if ours:
         launch = plan("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())
         if launch is not None and _takes(launch, a, b, out):
             return launch(a, b, out)
@@ -290,12 +319,15 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     if form is None:
         raise ValueError(f"approximate={approximate!r}: accepted are 'none' and 'tanh'")
     how = _elsewhere(a, b, bias)
-    if how is not None:
-        op = _torch_matmul_gelu if how == GRAD else _REGISTERED["matmul_gelu"]
-        return _into(out, op(a, b, bias, approximate))
     sa, sb, dtype = a.shape, b.shape, a.dtype
-    if len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _DTYPES["matmul_gelu"]:
-        kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
+    ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _DTYPES["matmul_gelu"]
+    kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
+    if how is not None:
+        if how == GRAPH and ours and _in_graph(kernel, dtype, (sa[0], sb[1], sa[1]),
+                                               a.get_device(), approximate):
+            return _into(out, _REGISTERED["matmul_gelu"](a, b, bias, approximate))
+        return _into(out, _torch_matmul_gelu(a, b, bias, approximate))
+    if ours:
         launch = plan(kernel, dtype, (sa[0], sb[1], sa[1]), a.get_device(),
                       lambda config: _matmul.bind(config, form))
         if (launch is not None and bias.dtype == dtype and bias.shape == (sb[1],)
@@ -307,10 +339,13 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dim of a 2-D x."""
     how = _elsewhere(x)
-    if how is not None:
-        return _into(out, torch.softmax(x, -1) if how == GRAD else _REGISTERED["softmax"](x))
     shape, dtype = x.shape, x.dtype
-    if len(shape) == 2 and dtype in _DTYPES["softmax"]:
+    ours = len(shape) == 2 and dtype in _DTYPES["softmax"]
+    if how is not None:
+        if how == GRAPH and ours and _in_graph("softmax", dtype, tuple(shape), x.get_device()):
+            return _into(out, _REGISTERED["softmax"](x))
+        return _into(out, torch.softmax(x, -1))
+    if ours:
         launch = plan("softmax", dtype, tuple(shape), x.get_device())
         if launch is not None:
             return launch(x, out)
@@ -328,16 +363,17 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
     """RMSNorm of the rows of x, or of x + residual: y, or (y, x + residual) with a residual
     (the fused add_rmsnorm kernel)."""
     how = _elsewhere(x, weight, residual)
-    if how == GRAD:
-        return _torch_rmsnorm(x, weight, eps, residual)
-    if how == GRAPH:
-        if residual is None:
-            return _REGISTERED["rmsnorm"](x, weight, eps)
-        return _REGISTERED["add_rmsnorm"](x, weight, eps, residual)
     shape, dtype = x.shape, x.dtype
-    if len(shape) == 2 and dtype in _DTYPES["rmsnorm"]:
-        launch = plan("rmsnorm" if residual is None else "add_rmsnorm", dtype, tuple(shape),
-                      x.get_device())
+    ours = len(shape) == 2 and dtype in _DTYPES["rmsnorm"]
+    kernel = "rmsnorm" if residual is None else "add_rmsnorm"
+    if how is not None:
+        if how == GRAPH and ours and _in_graph(kernel, dtype, tuple(shape), x.get_device()):
+            if residual is None:
+                return _REGISTERED["rmsnorm"](x, weight, eps)
+            return _REGISTERED["add_rmsnorm"](x, weight, eps, residual)
+        return _torch_rmsnorm(x, weight, eps, residual)
+    if ours:
+        launch = plan(kernel, dtype, tuple(shape), x.get_device())
         if launch is not None and weight.dtype == dtype:
             return launch(x, weight, eps, residual)
     if residual is None:  # the common case without _torch_rmsnorm's call: it costs host time
@@ -349,10 +385,11 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
               eps: float = _layernorm.EPS) -> torch.Tensor:
     """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim)."""
     how = _elsewhere(x, weight, bias)
-    if how == GRAPH:
-        return _REGISTERED["layernorm"](x, weight, bias, eps)
     shape, dtype = x.shape, x.dtype
-    if how is None and len(shape) == 2 and dtype in _DTYPES["layernorm"]:
+    ours = len(shape) == 2 and dtype in _DTYPES["layernorm"]
+    if how == GRAPH and ours and _in_graph("layernorm", dtype, tuple(shape), x.get_device()):
+        return _REGISTERED["layernorm"](x, weight, bias, eps)
+    if how is None and ours:
         launch = plan("layernorm", dtype, tuple(shape), x.get_device())
         if (launch is not None and weight.dtype == bias.dtype == dtype
                 and weight.shape == bias.shape == (shape[1],)):
@@ -367,10 +404,11 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
     shape (the sweeps tune q and k of one shape; with fewer k heads both the kernel and the
     PyTorch op have less of k to do)."""
     how = _elsewhere(q, k, cos, sin)
-    if how == GRAPH:
-        return _REGISTERED["rope"](q, k, cos, sin)
     shape, dtype = q.shape, q.dtype
-    if how is None and len(shape) == 4 and dtype in _DTYPES["rope"] and shape[3] % 2 == 0:
+    ours = len(shape) == 4 and dtype in _DTYPES["rope"]
+    if how == GRAPH and ours and _in_graph("rope", dtype, tuple(shape), q.get_device()):
+        return _REGISTERED["rope"](q, k, cos, sin)
+    if how is None and ours and shape[3] % 2 == 0:
         launch = plan("rope", dtype, tuple(shape), q.get_device())
         if launch is not None and _rope_takes(q, k, cos, sin):
             return launch(q, k, cos, sin)
@@ -388,9 +426,10 @@ def _rope_takes(q, k, cos, sin) -> bool:
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x + y for contiguous tensors of one shape and dtype (any number of dims)."""
     how = _elsewhere(x, y)
-    if how == GRAPH:
-        return _REGISTERED["add"](x, y)
     dtype = x.dtype
+    if (how == GRAPH and dtype in _DTYPES["add"]
+            and _in_graph("add", dtype, (x.numel(),), x.get_device())):
+        return _REGISTERED["add"](x, y)
     if how is None and dtype in _DTYPES["add"]:
         launch = plan("add", dtype, (x.numel(),), x.get_device())
         if (launch is not None and x.shape == y.shape and y.dtype == dtype
@@ -399,11 +438,36 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.add(x, y)
 
 
+def _scratch_not_kept(run: Callable) -> Callable:
+    """`run` (a matmul op) such that the persistent kernel's hand-over buffers it first makes
+    are dropped after the call when it runs off the device's default stream: CUDA graph trees
+    (torch.compile's mode="reduce-overhead") warm up and record on a stream of their own, into
+    a pool of their own, and refuse to replay where a tensor made there stays alive but is no
+    graph output ("tensor(s) in the cudagraph pool not tracked as outputs"). Dropped, the
+    buffers are temporaries of the graph; on the default stream they are kept for the next
+    call, as eagerly."""
+    def call(*args):
+        kept = _persistent._STREAM_K_BUFFERS  # its module is hashed into rows: read, not renamed
+        before = len(kept)
+        out = run(*args)
+        if len(kept) > before and _off_default_stream():
+            for key in list(kept)[before:]:  # a dict keeps insertion order: the new keys
+                del kept[key]
+        return out
+
+    return call
+
+
+def _off_default_stream() -> bool:
+    return torch.cuda.is_available() and torch.cuda.current_stream() != torch.cuda.default_stream()
+
+
 # The registered ops (runtime/library.py): each runs the eager op above when a compiled graph
 # runs; each fake is the PyTorch op.
 _REGISTERED = {
-    "matmul": library.define("matmul", matmul, torch.matmul),
-    "matmul_gelu": library.define("matmul_gelu", matmul_gelu, _torch_matmul_gelu),
+    "matmul": library.define("matmul", _scratch_not_kept(matmul), torch.matmul),
+    "matmul_gelu": library.define("matmul_gelu", _scratch_not_kept(matmul_gelu),
+                                  _torch_matmul_gelu),
     "softmax": library.define("softmax", softmax, lambda x: torch.softmax(x, -1)),
     "rmsnorm": library.define("rmsnorm", rmsnorm, _torch_rmsnorm),
     "add_rmsnorm": library.define(

@@ -69,16 +69,34 @@ def test_every_op_is_registered_and_its_fake_has_the_ops_shapes(name):
     assert [(t.shape, t.dtype) for t in fake] == [(t.shape, t.dtype) for t in real]
 
 
+def _targets(graph) -> set[str]:
+    return {str(n.target) for n in graph.nodes if n.op == "call_function"}
+
+
 def test_a_block_compiles_whole_and_runs_tlabs_kernel_inside_the_graph(tuned_layernorm):
     x, w, b = _inputs()
     explained = torch._dynamo.explain(_block)(x, w, b)
     assert explained.graph_break_count == 0 and explained.graph_count == 1
+    # a static shape is decided while tracing: the registered op where tlab's kernel runs
+    # (layernorm, tuned here), the PyTorch op itself, for the compiler to fuse, elsewhere
+    traced = _targets(explained.graphs[0].graph)
+    assert "tlab.layernorm.default" in traced
+    assert not {"tlab.softmax.default", "tlab.add.default"} & traced
     compiled = torch.compile(_block, fullgraph=True, dynamic=False)
     torch.testing.assert_close(compiled(x, w, b), _block(x, w, b))
     assert ops.bound_launch("layernorm", torch.float32, (ROWS, COLS), -1) is not None
 
 
 def test_a_dynamic_dimension_is_decided_per_shape_it_takes(tuned_layernorm):
+    graphs = []
+
+    def keep(gm, _):
+        graphs.append(gm.graph)
+        return gm.forward
+
+    torch.compile(_block, backend=keep, fullgraph=True, dynamic=True)(*_inputs())
+    assert {"tlab.layernorm.default", "tlab.softmax.default", "tlab.add.default"} <= _targets(
+        graphs[0])  # each decided when the graph runs, per shape
     compiled = torch.compile(_block, fullgraph=True, dynamic=True)
     for rows in (ROWS, 2 * ROWS, 3 * ROWS):
         x, w, b = _inputs(rows)
@@ -89,14 +107,24 @@ def test_a_dynamic_dimension_is_decided_per_shape_it_takes(tuned_layernorm):
     assert plans[3 * ROWS] is None  # 72 rows: another alignment class, the op
 
 
-def test_torch_export_keeps_the_registered_ops():
-    class Block(torch.nn.Module):
-        def forward(self, x, w, b):
-            return _block(x, w, b)
+class _Block(torch.nn.Module):
+    def forward(self, x, w, b):
+        return _block(x, w, b)
 
-    exported = torch.export.export(Block(), tuple(_inputs()))
-    targets = {str(n.target) for n in exported.graph.nodes if n.op == "call_function"}
+
+def test_torch_export_keeps_the_registered_op_where_tlabs_kernel_runs(tuned_layernorm):
+    targets = _targets(torch.export.export(_Block(), tuple(_inputs())).graph)
+    assert "tlab.layernorm.default" in targets
+    assert not {"tlab.softmax.default", "tlab.add.default"} & targets
+
+
+def test_torch_export_with_a_dynamic_dimension_keeps_every_registered_op():
+    rows = torch.export.Dim("rows", min=2)
+    exported = torch.export.export(_Block(), tuple(_inputs()),
+                                   dynamic_shapes=({0: rows}, None, None))
+    targets = _targets(exported.graph)
     assert {"tlab.layernorm.default", "tlab.softmax.default", "tlab.add.default"} <= targets
+    torch.testing.assert_close(exported.module()(*_inputs(2 * ROWS)), _block(*_inputs(2 * ROWS)))
 
 
 @pytest.mark.parametrize("op, torch_op", [
@@ -126,3 +154,29 @@ def test_under_inference_mode_tlabs_kernel_runs(tuned_layernorm):
     ops.layernorm(x, w, b)  # grad enabled: autograd's, the op, decided without a plan
     with pytest.raises(KeyError):
         ops.bound_launch("layernorm", torch.float32, (ROWS, COLS), -1)
+
+
+MATMUL_TMA = ("BLOCK_M=64 BLOCK_N=64 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 "
+              "TMA=1 STREAM_K=1")
+
+
+@pytest.mark.parametrize("off_default_stream", [True, False])
+def test_the_registered_matmul_keeps_no_scratch_off_the_default_stream(
+        tmp_path, monkeypatch, off_default_stream):
+    """CUDA graph trees warm up and record on a stream of their own and refuse a tensor made
+    there that outlives the call without being an output: the persistent kernel's hand-over
+    buffers, kept per stream eagerly, are dropped there (simulated: CPU tensors have no
+    streams)."""
+    from tritonbench_lab.kernels import matmul_persistent
+
+    write_winners(tmp_path / "interpreter" / "matmul.csv",
+                  [winner("96x80x72", MATMUL_TMA, dtype="fp32", p50_ms=1.0, op_p50_ms=2.0)])
+    kept = {}
+    monkeypatch.setattr(matmul_persistent, "_STREAM_K_BUFFERS", kept)
+    monkeypatch.setattr(ops, "_off_default_stream", lambda: off_default_stream)
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(96, 72, generator=gen), torch.randn(72, 80, generator=gen)
+    with ops_reading(monkeypatch, tmp_path):
+        torch.testing.assert_close(torch.ops.tlab.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
+        assert ops.bound_launch("matmul", torch.float32, (96, 80, 72), -1).tma
+    assert (len(kept) == 0) == off_default_stream
