@@ -62,10 +62,13 @@ def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
             mb.Timed("1b", "prefill 1x2048", "tlab eager", 1.6, 1e-3),
             mb.Timed("1b", "prefill 1x2048", "torch compiled", 1.0, 1e-3),
             mb.Timed("1b", "prefill 1x2048", "tlab compiled", 1.04, 1e-3),
+            mb.Timed("1b", "prefill 1x2048", "torch eager, no head", 1.0, 1e-3),
+            mb.Timed("1b", "prefill 1x2048", "tlab eager, no head", 0.8, 1e-3),
             mb.Timed("1b", "decode b1", "torch eager", 0.1, 1e-3),
             mb.Timed("1b", "decode b1", "tlab eager", None, None, "RuntimeError: boom")]
     assert sorted(mb.ratios(rows)) == [("1b", "prefill 1x2048", "tlab compiled", 1.0 / 1.04),
-                                       ("1b", "prefill 1x2048", "tlab eager", 2.0 / 1.6)]
+                                       ("1b", "prefill 1x2048", "tlab eager", 2.0 / 1.6),
+                                       ("1b", "prefill 1x2048", "tlab eager, no head", 1.25)]
     text = "\n".join(mb.report(rows, {"1b": 3}))
     assert "| 1b | prefill 1x2048 | tlab eager | 1.6 | 1.25x |" in text
     assert "| 1b | decode b1 | tlab eager | - | - | - | RuntimeError: boom |" in text
@@ -74,6 +77,19 @@ def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     assert "worst 0.962x (1b prefill 1x2048, tlab compiled; missed)" in text
     assert "graph breaks in the 1b block with tlab's ops: 3 (missed; target 0)" in text
     assert "LM head, odd vocabulary, prepared >= 2x torch.matmul, prefill: not measured" in text
+    assert "the block alone, ops eager over PyTorch eager, prefill: 1.250x (no target)" in text
+
+
+def test_every_variant_is_checked_and_timed_with_and_without_the_head():
+    """`measure` on the CPU with a stand-in clock: each eager and compiled variant of both op
+    sets, with the head and without, checked against its own float64 run, then the head
+    alone."""
+    rows = mb.measure(TINY, LOADS[1], torch.float32, "cpu", False, lambda fn: (fn(), 1.0)[1])
+    names = [r.variant for r in rows]
+    assert names == [f"{op} {how}{tail}" for tail in ("", ", no head")
+                     for how in ("eager", "compiled") for op in ("torch", "tlab")] + [
+        "torch head", "tlab head"]
+    assert all(r.ms == 1.0 and r.error < 1e-5 for r in rows), [r for r in rows if r.note]
 
 
 def test_the_block_with_tlabs_ops_compiles_without_a_graph_break():
