@@ -23,7 +23,8 @@
 # checkout's results/ and configs/ on the first call; the sweeps plan starts it empty). Each
 # call starts no step its estimate says would not end within DEADLINE seconds, and packs this
 # GPU's results/, configs/ and the logs into $OUT/plan.tar.gz: unpack it over the checkout
-# (tar xzf plan.tar.gz; the logs go to logs/, which is not committed).
+# (tar xzf plan.tar.gz; the logs go to logs/, which git ignores). Steps done are marked in
+# logs/done/: a fresh machine given the checkout's logs/ (run's carry: ["logs"]) resumes there.
 set -uo pipefail
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -62,8 +63,15 @@ case "$plan" in
     "softmax|300|sweep softmax --dtype fp32,bf16") ;;
   gates) STEPS+=(
     "add_rmsnorm|180|sweep add_rmsnorm --dtype fp32,bf16 --fresh"
-    "softmax|300|sweep softmax --dtype fp32,bf16 --fresh"
-    "host-times|90|host-times"
+    # softmax's first sweep ran out of memory and its exhaustive re-sweep took 560 s for 4 of
+    # its 20 shapes: the other 16 by the prior search, a few shapes a step (a step cut off by
+    # the call's limit measures its shapes again from the start: --fresh)
+    "softmax-fp32-a|250|sweep softmax --dtype fp32 --fresh --search prior:64 --shapes 8192x1024,8192x4096,8192x8192"
+    "softmax-fp32-b|300|sweep softmax --dtype fp32 --fresh --search prior:64 --shapes 8192x16384,8192x32768,512x1048576"
+    "softmax-bf16-a|250|sweep softmax --dtype bf16 --fresh --search prior:64 --shapes 8192x1024,8192x4096,8192x8192,8192x16384"
+    "softmax-bf16-b|300|sweep softmax --dtype bf16 --fresh --search prior:64 --shapes 8192x32768,8192x65536,4096x131072"
+    "softmax-bf16-c|300|sweep softmax --dtype bf16 --fresh --search prior:64 --shapes 2048x262144,1024x524288,512x1048576"
+    "host-times-gates|90|host-times"
     "check-1|170|check --gpu-name $slug"
     "check-2|170|check --gpu-name $slug"
     "check-3|170|check --gpu-name $slug"
