@@ -13,6 +13,11 @@ of those or a program named in OTHER_PROGRAMS.
   sweeps of the example kernels under examples/ or of a module a `tlab new` line of the page
   wrote. Each must exit 0 (RUN_EXIT_CODES and KNOWN_FAILURES
   name the exceptions, with their reasons). The worktree must be unchanged afterwards.
+  plot, report, compare and archive lines that draw the committed GPU results are checked as
+  below instead (CI's `make plots-check` draws every committed result with plot, report and
+  compare, and tests/data/test_archive.py dry-runs archive over them: the same code on the
+  same rows, which each such line ran again for seconds); those that draw the interpreter's
+  rows of a page's own sweep run.
 - The other `tlab` lines need a GPU, or minutes of interpreter (sweeps of built-in kernels,
   calibrate, host-times, ops-bench, check --regret). They, and the `tlab ...` spans of inline
   code, are parsed by tlab's own option parser (unknown options, missing arguments, bad types
@@ -50,6 +55,8 @@ README_MAX_BYTES = 10_000
 # Commands that run from stored rows, or on a CPU in seconds: their lines are run.
 RUN_COMMANDS = {"list", "kernels", "plot", "report", "export", "explain", "targets", "compare",
                 "check", "compile", "archive", "new"}
+# Commands whose lines drawing the committed GPU results CI runs elsewhere (module docstring).
+DRAWN_BY_CI = {"plot", "report", "compare", "archive"}
 # Exit codes a run line may end with besides 0, and what the code means there.
 RUN_EXIT_CODES = {"targets": {1: "target(s) missed"}}  # documented: exit 1 on a miss
 # Lines that fail today for a reason the docs state; when one starts to pass, drop it here
@@ -208,6 +215,8 @@ def runs_here(command: Command) -> bool:
         return False
     name = argv[0]
     if "--gpu" in argv or "--regret" in argv:
+        return False
+    if name in DRAWN_BY_CI and "interpreter" not in argv:
         return False
     if name == "sweep":
         modules = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-m", "--kernel-module")]

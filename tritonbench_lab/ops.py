@@ -1,7 +1,7 @@
 """Tuned kernels for your code, never slower than the PyTorch op they stand in for, by the
 committed measurements: GPU times, and each call's host time beside them.
 
-    from tritonbench_lab.ops import matmul, matmul_gelu, softmax, rmsnorm, layernorm, rope, add
+    from tritonbench_lab.ops import matmul, addmm, matmul_gelu, softmax, rmsnorm, layernorm
     c = matmul(a, b)
 
 and any kernel tlab knows, your own included, as a function of its inputs:
@@ -11,9 +11,10 @@ and any kernel tlab knows, your own included, as a function of its inputs:
 
 Each call runs tlab's kernel, under the config tuned for its shape on this GPU, where the
 committed measurements say it beats the PyTorch op, and the op itself everywhere else
-(torch.matmul, F.gelu of torch.addmm, torch.softmax, F.rms_norm, F.layer_norm, the rotate-half
-formulation of RoPE, torch.add); the decision, made once per kernel, dtype, shape and device,
-is runtime/dispatch.py's, and `explain` (or `tlab explain`) says what it is and why.
+(torch.matmul, torch.addmm, F.gelu of torch.addmm, torch.softmax, F.rms_norm, F.layer_norm,
+the rotate-half formulation of RoPE, torch.add); the decision, made once per kernel, dtype,
+shape and device, is runtime/dispatch.py's, and `explain` (or `tlab explain`) says what it is
+and why.
 
 Two kinds of call go elsewhere, decided before anything else:
 
@@ -71,7 +72,7 @@ from tritonbench_lab.tuned import ordered_sizes, spec_of
 
 __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
            "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
-           "matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add",
+           "matmul", "addmm", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add",
            "record_shapes", "prepare_linear", "PaddedLinear"]
 
 # What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
@@ -304,6 +305,27 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
         if launch is not None and _takes(launch, a, b, out):
             return launch(a, b, out)
     return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
+
+
+def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """bias + a @ b, torch.addmm's arguments (nn.Linear's product and bias, with the weight
+    K x N): where the decision for `matmul` at (M, N, K) is tlab's kernel, that kernel and the
+    bias added into its output; elsewhere torch.addmm itself (one cuBLAS call, the bias in
+    its epilogue), so a model's linear layers cost no extra launch where the op runs. The
+    decision is matmul's, made without the bias (its add is not in the tuned times)."""
+    how = _elsewhere(bias, a, b)
+    sa, sb, dtype = a.shape, b.shape, a.dtype
+    ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
+    if how is not None:
+        if (how == GRAPH and ours
+                and _in_graph("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())):
+            return _REGISTERED["matmul"](a, b) + bias
+        return torch.addmm(bias, a, b)
+    if ours and bias.dtype == dtype:
+        launch = plan("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())
+        if launch is not None and _takes(launch, a, b, None):
+            return launch(a, b, None).add_(bias)
+    return torch.addmm(bias, a, b)
 
 
 def _torch_matmul_gelu(a, b, bias, approximate="none"):

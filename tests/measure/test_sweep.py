@@ -44,6 +44,7 @@ PLANTED = ("planted", "--kernel-module", "tests/planted_kernels.py")  # run from
 SOFTMAX = ("softmax", "--dtype", "fp32", "--sizes", "37x129")
 # At 37x129 (rows padded to 256 columns): ROWS=1 num_warps=4 runs; num_warps=32 leaves threads
 # idle and ROWS=64 exceeds the 37 rows, so the other three configs are pruned.
+TORCH_ONLY = ("--baselines", "torch")  # not these tests' point; a compiled baseline costs seconds
 SOFTMAX_SPACE = {"ROWS": [1, 64], "num_warps": [4, 32], "PER_SM": [0], "SPLIT": [1], "TILES": [1]}
 
 
@@ -385,7 +386,7 @@ def test_a_pruned_config_is_one_row_per_reason_whatever_the_source(tmp_path):
     space = tmp_path / "space.json"
     space.write_text(json.dumps(SOFTMAX_SPACE))
     out = tmp_path / "out"
-    assert sweep(*SOFTMAX, "--space", str(space), out=out).returncode == 0
+    assert sweep(*SOFTMAX, "--space", str(space), *TORCH_ONLY, out=out).returncode == 0
     path = results_path(out, "interpreter", "softmax")
 
     def rewrite(change):  # every row through `change`, as if written by another source
@@ -400,7 +401,7 @@ def test_a_pruned_config_is_one_row_per_reason_whatever_the_source(tmp_path):
 
     rewrite(lambda row: row.update(source="0123456789"))
     before = load_records(path)
-    assert sweep(*SOFTMAX, "--space", str(space), out=out).returncode == 0
+    assert sweep(*SOFTMAX, "--space", str(space), *TORCH_ONLY, out=out).returncode == 0
     new = load_records(path)[len(before):]
     assert [r for r in new if r.status == SKIPPED] == []
     assert {r.config for r in new if r.provider == TRITON} == {ONE_ROW_W4}  # measured again
@@ -408,7 +409,7 @@ def test_a_pruned_config_is_one_row_per_reason_whatever_the_source(tmp_path):
     wide = f"ROWS=1 num_warps=32 {ROW_KERNEL}"
     rewrite(lambda row: row.update(error="an older reason") if row["config"] == wide else None)
     before = load_records(path)
-    assert sweep(*SOFTMAX, "--space", str(space), out=out).returncode == 0
+    assert sweep(*SOFTMAX, "--space", str(space), *TORCH_ONLY, out=out).returncode == 0
     new = load_records(path)[len(before):]
     assert [(r.config, r.status) for r in new] == [(wide, SKIPPED)] and "idle" in new[0].error
 

@@ -180,3 +180,25 @@ def test_the_registered_matmul_keeps_no_scratch_off_the_default_stream(
         torch.testing.assert_close(torch.ops.tlab.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
         assert ops.bound_launch("matmul", torch.float32, (96, 80, 72), -1).tma
     assert (len(kept) == 0) == off_default_stream
+
+
+def test_addmm_in_a_graph_is_torch_addmm_where_the_op_runs(tmp_path, monkeypatch):
+    """Decided while tracing: torch.addmm itself (Inductor's to fuse) at an untuned shape, the
+    registered matmul and the bias's add at a tuned one; the right answer either way."""
+    write_winners(tmp_path / "interpreter" / "matmul.csv",
+                  [winner("33x40x24", MATMUL_TMA.replace("TMA=1", "TMA=0"), dtype="fp32",
+                          p50_ms=1.0, op_p50_ms=2.0)])
+    gen = torch.Generator().manual_seed(0)
+    bias = torch.randn(40, generator=gen)
+    with ops_reading(monkeypatch, tmp_path):
+        for m, ours in ((33, True), (300, False)):  # 300 rows: no tuned shape near
+            a, b = torch.randn(m, 24, generator=gen), torch.randn(24, 40, generator=gen)
+            graphs = []
+
+            def keep(gm, _, graphs=graphs):
+                graphs.append(gm.graph)
+                return gm.forward
+
+            out = torch.compile(ops.addmm, backend=keep, fullgraph=True, dynamic=False)(bias, a, b)
+            torch.testing.assert_close(out, torch.addmm(bias, a, b), rtol=1e-4, atol=1e-4)
+            assert ("tlab.matmul.default" in _targets(graphs[0])) == ours

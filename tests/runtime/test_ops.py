@@ -463,3 +463,29 @@ def test_where_the_shape_is_tuned_but_another_operand_is_not_the_kernels_the_op_
     for got, want in zip(ops.rope(q, k_other, angles.cos(), angles.sin()),
                          rotate_half_rope(q, k_other, angles.cos(), angles.sin()), strict=True):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("tuned_here", [False, True], ids=["untuned", "tuned"])
+def test_ops_addmm_is_torch_addmm_where_the_op_runs_and_the_kernel_plus_bias_where_not(
+        configs, device, tuned_here, monkeypatch):
+    """nn.Linear's product and bias: torch.addmm itself where matmul's decision is the op (no
+    extra launch), tlab's matmul kernel with the bias added where it is tlab's; the float64
+    answer either way, for a bias of N values and one of M x N."""
+    M, N, K = 33, 40, 24
+    if tuned_here:
+        write_winners(configs / SLUG / "matmul.csv",
+                      [winner(f"{M}x{N}x{K}", A, dtype="fp32", op_p50_ms=2.0)])
+        tuned.clear_cache()
+        ops.clear()
+    called = []
+    real_addmm = torch.addmm
+    monkeypatch.setattr(torch, "addmm", lambda *args: called.append(1) or real_addmm(*args))
+    gen = torch.Generator(device=device).manual_seed(7)
+    a = torch.randn(M, K, generator=gen, device=device)
+    b = torch.randn(K, N, generator=gen, device=device)
+    for bias in (torch.randn(N, generator=gen, device=device),
+                 torch.randn(M, N, generator=gen, device=device)):
+        ref = (bias.double() + a.double() @ b.double()).float()
+        torch.testing.assert_close(ops.addmm(bias, a, b), ref, rtol=1e-4, atol=1e-4)
+    assert (ops.bound_launch("matmul", a.dtype, (M, N, K), a.get_device()) is not None) == tuned_here
+    assert len(called) == (0 if tuned_here else 2)

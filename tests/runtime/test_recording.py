@@ -130,7 +130,7 @@ def test_record_then_sweep_then_the_shapes_are_tuned(tmp_path, monkeypatch):
 
     program(first)
     done = tlab("sweep", "--shapes-from", str(first), "--interpret", "--space", "default",
-                "--confirm", "0", "--root", str(tmp_path), cwd=tmp_path)
+                "--confirm", "0", "--baselines", "torch", "--root", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "[1/2] tlab sweep add" in done.stderr and "[2/2] tlab sweep softmax" in done.stderr
     monkeypatch.setenv("TLAB_CONFIG_DIR", str(tmp_path / "configs"))

@@ -9,10 +9,11 @@ with bias. The LM head: logits = y @ W with a vocabulary of VOCAB (GPT-2's, odd)
 
 Two op sets run the same block: `torch` (F.layer_norm, torch.addmm, the rotate-half RoPE,
 F.gelu(torch.addmm(...)), torch.add, torch.matmul) and `tlab` (tritonbench_lab.ops:
-layernorm, matmul, rope, matmul_gelu, add). Each runs eagerly and compiled
-(torch.compile), and compiled with CUDA graphs (mode="reduce-overhead"). Every variant's
-output is checked against the same block run in float64 with the torch op set, then timed
-with do_bench (GPU only). Speed targets are judged here and printed, never in tests.
+layernorm, addmm, rope, matmul_gelu, add; the LM head through prepare_linear). Each runs
+eagerly and compiled (torch.compile), and compiled with CUDA graphs
+(mode="reduce-overhead"). Every variant's output is checked against the same block run in
+float64 with the torch op set, then timed with do_bench (GPU only). Speed targets are judged
+here and printed, never in tests.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class TlabOps(TorchOps):
 
     @staticmethod
     def linear(x, w, b):
-        return ops.matmul(x, w) + b
+        return ops.addmm(b, x, w)
 
     @staticmethod
     def linear_gelu(x, w, b):
