@@ -22,8 +22,10 @@ Two kinds of call go elsewhere, decided before anything else:
   PyTorch op: tlab's kernels are forward-only, and the op's gradient is the right one. In
   inference, run under torch.inference_mode() (or no_grad) to get tlab's kernels.
 - Inside torch.compile (and torch.export), the op registered as `torch.ops.tlab.<name>`
-  (runtime/library.py): one node of the graph, no break, that makes the same per-shape
-  decision when it runs, for every shape a dynamic dimension takes.
+  (runtime/library.py): no graph break; traced further, at a static shape it becomes the
+  PyTorch op where tlab's kernel does not run there (for the compiler to fuse), else a node
+  that makes the same per-shape decision when it runs, for every shape a dynamic dimension
+  takes.
 
 An nn.Linear whose output width no tile divides (an LM head's vocabulary) goes through
 `prepare_linear(layer)`: its weight padded once, computed at the padded width, returned as a
@@ -94,30 +96,6 @@ def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
 
 # Bound once: each call of an op reads them (module attribute lookups cost on every call).
 _grad_enabled, _compiling = torch.is_grad_enabled, torch.compiler.is_compiling
-
-
-def _in_graph(kernel: str, dtype: torch.dtype, sizes: tuple, device: int,
-              approximate: str | None = None) -> bool:
-    """Inside torch.compile: whether the graph holds the registered op (tlab's kernel, decided
-    again per call when the graph runs) rather than the PyTorch op itself, which the compiler
-    traces and may fuse with its neighbours. A static shape is decided while tracing, by the
-    eager decision; a dynamic size (a SymInt) is decided per shape the graph runs at."""
-    # d.__class__, not type(d): dynamo answers int for a SymInt's type(), SymInt for this
-    if not all(d.__class__ is int for d in sizes):
-        return True
-    return _chosen_while_tracing(kernel, dtype, sizes, device, approximate)
-
-
-@torch._dynamo.assume_constant_result  # dynamo calls it while tracing, and keeps the answer
-def _chosen_while_tracing(kernel: str, dtype: torch.dtype, sizes: tuple, device: int,
-                          approximate: str | None) -> bool:
-    """Whether tlab's kernel runs at this shape, eagerly or under CUDA-graph capture (the
-    graph may be replayed: whether the compiler captures it is not known while tracing)."""
-    form = _matmul_gelu.FORMS.get(approximate) if approximate is not None else None
-    plan(kernel, dtype, sizes, device,
-         None if form is None else (lambda config: _matmul.bind(config, form)))
-    return any(bound_launch(kernel, dtype, sizes, device, captured) is not None
-               for captured in (False, True))
 
 
 @contextlib.contextmanager
@@ -296,8 +274,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
     sa, sb, dtype = a.shape, b.shape, a.dtype  # each read once: every read builds an object
     ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
     if how is not None:
-        if (how == GRAPH and ours
-                and _in_graph("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())):
+        if how == GRAPH and ours:
             return _into(out, _REGISTERED["matmul"](a, b))
         return _into(out, torch.matmul(a, b))
     if ours:
@@ -317,8 +294,7 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     sa, sb, dtype = a.shape, b.shape, a.dtype
     ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
     if how is not None:
-        if (how == GRAPH and ours
-                and _in_graph("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())):
+        if how == GRAPH and ours:
             return _REGISTERED["matmul"](a, b) + bias
         return torch.addmm(bias, a, b)
     if ours and bias.dtype == dtype:
@@ -345,8 +321,7 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _DTYPES["matmul_gelu"]
     kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
     if how is not None:
-        if how == GRAPH and ours and _in_graph(kernel, dtype, (sa[0], sb[1], sa[1]),
-                                               a.get_device(), approximate):
+        if how == GRAPH and ours:
             return _into(out, _REGISTERED["matmul_gelu"](a, b, bias, approximate))
         return _into(out, _torch_matmul_gelu(a, b, bias, approximate))
     if ours:
@@ -364,7 +339,7 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     shape, dtype = x.shape, x.dtype
     ours = len(shape) == 2 and dtype in _DTYPES["softmax"]
     if how is not None:
-        if how == GRAPH and ours and _in_graph("softmax", dtype, tuple(shape), x.get_device()):
+        if how == GRAPH and ours:
             return _into(out, _REGISTERED["softmax"](x))
         return _into(out, torch.softmax(x, -1))
     if ours:
@@ -389,7 +364,7 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
     ours = len(shape) == 2 and dtype in _DTYPES["rmsnorm"]
     kernel = "rmsnorm" if residual is None else "add_rmsnorm"
     if how is not None:
-        if how == GRAPH and ours and _in_graph(kernel, dtype, tuple(shape), x.get_device()):
+        if how == GRAPH and ours:
             if residual is None:
                 return _REGISTERED["rmsnorm"](x, weight, eps)
             return _REGISTERED["add_rmsnorm"](x, weight, eps, residual)
@@ -409,7 +384,7 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     how = _elsewhere(x, weight, bias)
     shape, dtype = x.shape, x.dtype
     ours = len(shape) == 2 and dtype in _DTYPES["layernorm"]
-    if how == GRAPH and ours and _in_graph("layernorm", dtype, tuple(shape), x.get_device()):
+    if how == GRAPH and ours:
         return _REGISTERED["layernorm"](x, weight, bias, eps)
     if how is None and ours:
         launch = plan("layernorm", dtype, tuple(shape), x.get_device())
@@ -428,7 +403,7 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
     how = _elsewhere(q, k, cos, sin)
     shape, dtype = q.shape, q.dtype
     ours = len(shape) == 4 and dtype in _DTYPES["rope"]
-    if how == GRAPH and ours and _in_graph("rope", dtype, tuple(shape), q.get_device()):
+    if how == GRAPH and ours:
         return _REGISTERED["rope"](q, k, cos, sin)
     if how is None and ours and shape[3] % 2 == 0:
         launch = plan("rope", dtype, tuple(shape), q.get_device())
@@ -449,8 +424,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x + y for contiguous tensors of one shape and dtype (any number of dims)."""
     how = _elsewhere(x, y)
     dtype = x.dtype
-    if (how == GRAPH and dtype in _DTYPES["add"]
-            and _in_graph("add", dtype, (x.numel(),), x.get_device())):
+    if how == GRAPH and dtype in _DTYPES["add"]:
         return _REGISTERED["add"](x, y)
     if how is None and dtype in _DTYPES["add"]:
         launch = plan("add", dtype, (x.numel(),), x.get_device())
@@ -484,18 +458,53 @@ def _off_default_stream() -> bool:
     return torch.cuda.is_available() and torch.cuda.current_stream() != torch.cuda.default_stream()
 
 
-# The registered ops (runtime/library.py): each runs the eager op above when a compiled graph
-# runs; each fake is the PyTorch op.
+# The registered ops (runtime/library.py): each decomposes, when a graph is traced at a static
+# shape, into the PyTorch op where tlab's kernel does not run there, else into a node that
+# runs the eager op above when the graph runs; each such node's fake is the PyTorch op.
+_GELU_KERNELS = {"none": _matmul_gelu.SPEC.name, "tanh": _matmul_gelu.TANH_SPEC.name}
+_DTYPES_OF = {**_DTYPES, "add_rmsnorm": _DTYPES["rmsnorm"],  # the dtypes each op takes
+              _GELU_KERNELS["tanh"]: _DTYPES["matmul_gelu"]}
+
+
+def _may_run(kernel: str, dtype: torch.dtype, sizes: tuple, device: int, form=None) -> bool:
+    """Whether tlab's kernel runs at this shape, eagerly or under CUDA-graph capture (whether
+    a compiled graph will be captured is not known while it is traced)."""
+    if dtype not in _DTYPES_OF[kernel]:
+        return False
+    plan(kernel, dtype, sizes, device,
+         None if form is None else (lambda config: _matmul.bind(config, form)))
+    return any(bound_launch(kernel, dtype, sizes, device, captured) is not None
+               for captured in (False, True))
+
+
+def _may_run_matmul(kernel: str, a: torch.Tensor, b: torch.Tensor, form=None) -> bool:
+    return (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
+            and _may_run(kernel, a.dtype, (a.shape[0], b.shape[1], a.shape[1]), a.get_device(),
+                         form))
+
+
+def _may_run_rows(kernel: str, x: torch.Tensor) -> bool:
+    return x.ndim == 2 and _may_run(kernel, x.dtype, tuple(x.shape), x.get_device())
 _REGISTERED = {
-    "matmul": library.define("matmul", _scratch_not_kept(matmul), torch.matmul),
-    "matmul_gelu": library.define("matmul_gelu", _scratch_not_kept(matmul_gelu),
-                                  _torch_matmul_gelu),
-    "softmax": library.define("softmax", softmax, lambda x: torch.softmax(x, -1)),
-    "rmsnorm": library.define("rmsnorm", rmsnorm, _torch_rmsnorm),
+    "matmul": library.define("matmul", _scratch_not_kept(matmul), torch.matmul,
+                             lambda a, b: _may_run_matmul("matmul", a, b)),
+    "matmul_gelu": library.define(
+        "matmul_gelu", _scratch_not_kept(matmul_gelu), _torch_matmul_gelu,
+        lambda a, b, bias, approximate: _may_run_matmul(_GELU_KERNELS[approximate], a, b,
+                                                        _matmul_gelu.FORMS[approximate])),
+    "softmax": library.define("softmax", softmax, lambda x: torch.softmax(x, -1),
+                              lambda x: _may_run_rows("softmax", x)),
+    "rmsnorm": library.define("rmsnorm", rmsnorm, _torch_rmsnorm,
+                              lambda x, w, eps: _may_run_rows("rmsnorm", x)),
     "add_rmsnorm": library.define(
-        "add_rmsnorm", lambda x, w, eps, r: rmsnorm(x, w, eps, r), _torch_rmsnorm),
+        "add_rmsnorm", lambda x, w, eps, r: rmsnorm(x, w, eps, r), _torch_rmsnorm,
+        lambda x, w, eps, r: _may_run_rows("add_rmsnorm", x)),
     "layernorm": library.define(
-        "layernorm", layernorm, lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps)),
-    "rope": library.define("rope", rope, _rope.rotate_half_rope),
-    "add": library.define("add", add, torch.add),
+        "layernorm", layernorm, lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps),
+        lambda x, w, b, eps: _may_run_rows("layernorm", x)),
+    "rope": library.define("rope", rope, _rope.rotate_half_rope,
+                           lambda q, k, cos, sin: q.ndim == 4 and _may_run(
+                               "rope", q.dtype, tuple(q.shape), q.get_device())),
+    "add": library.define("add", add, torch.add,
+                          lambda x, y: _may_run("add", x.dtype, (x.numel(),), x.get_device())),
 }

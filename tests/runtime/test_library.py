@@ -73,30 +73,46 @@ def _targets(graph) -> set[str]:
     return {str(n.target) for n in graph.nodes if n.op == "call_function"}
 
 
+def _traced(fn, args, dynamic=False):
+    """fn compiled whole, and the call targets of its graph as AOTAutograd traces it (where
+    the registered ops decompose: the PyTorch op, or the opaque `<name>_eager` node)."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    found = []
+
+    def backend(gm, example):
+        def keep(g, _):
+            found.append(_targets(g.graph))
+            return g.forward
+
+        return aot_module_simplified(gm, example, fw_compiler=keep)
+
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend=backend, fullgraph=True, dynamic=dynamic)(*args)
+    return out, found[0]
+
+
+OPAQUE = {"tlab.layernorm_eager.default", "tlab.softmax_eager.default", "tlab.add_eager.default"}
+
+
 def test_a_block_compiles_whole_and_runs_tlabs_kernel_inside_the_graph(tuned_layernorm):
     x, w, b = _inputs()
     explained = torch._dynamo.explain(_block)(x, w, b)
     assert explained.graph_break_count == 0 and explained.graph_count == 1
-    # a static shape is decided while tracing: the registered op where tlab's kernel runs
+    # a static shape is decided while tracing: the opaque node where tlab's kernel runs
     # (layernorm, tuned here), the PyTorch op itself, for the compiler to fuse, elsewhere
-    traced = _targets(explained.graphs[0].graph)
-    assert "tlab.layernorm.default" in traced
-    assert not {"tlab.softmax.default", "tlab.add.default"} & traced
+    out, traced = _traced(_block, (x, w, b))
+    assert traced & OPAQUE == {"tlab.layernorm_eager.default"}
+    assert "aten._softmax.default" in traced
+    torch.testing.assert_close(out, _block(x, w, b))
     compiled = torch.compile(_block, fullgraph=True, dynamic=False)
     torch.testing.assert_close(compiled(x, w, b), _block(x, w, b))
     assert ops.bound_launch("layernorm", torch.float32, (ROWS, COLS), -1) is not None
 
 
 def test_a_dynamic_dimension_is_decided_per_shape_it_takes(tuned_layernorm):
-    graphs = []
-
-    def keep(gm, _):
-        graphs.append(gm.graph)
-        return gm.forward
-
-    torch.compile(_block, backend=keep, fullgraph=True, dynamic=True)(*_inputs())
-    assert {"tlab.layernorm.default", "tlab.softmax.default", "tlab.add.default"} <= _targets(
-        graphs[0])  # each decided when the graph runs, per shape
+    _, traced = _traced(_block, _inputs(), dynamic=True)
+    assert OPAQUE <= traced  # each decided when the graph runs, per shape
     compiled = torch.compile(_block, fullgraph=True, dynamic=True)
     for rows in (ROWS, 2 * ROWS, 3 * ROWS):
         x, w, b = _inputs(rows)
@@ -112,18 +128,20 @@ class _Block(torch.nn.Module):
         return _block(x, w, b)
 
 
-def test_torch_export_keeps_the_registered_op_where_tlabs_kernel_runs(tuned_layernorm):
-    targets = _targets(torch.export.export(_Block(), tuple(_inputs())).graph)
-    assert "tlab.layernorm.default" in targets
-    assert not {"tlab.softmax.default", "tlab.add.default"} & targets
+def test_torch_export_keeps_the_ops_and_decomposes_them_where_tlabs_kernel_does_not_run(
+        tuned_layernorm):
+    exported = torch.export.export(_Block(), tuple(_inputs()))
+    assert {"tlab.layernorm.default", "tlab.softmax.default", "tlab.add.default"} <= _targets(
+        exported.graph)
+    assert _targets(exported.run_decompositions().graph) & OPAQUE == {
+        "tlab.layernorm_eager.default"}
 
 
 def test_torch_export_with_a_dynamic_dimension_keeps_every_registered_op():
     rows = torch.export.Dim("rows", min=2)
     exported = torch.export.export(_Block(), tuple(_inputs()),
                                    dynamic_shapes=({0: rows}, None, None))
-    targets = _targets(exported.graph)
-    assert {"tlab.layernorm.default", "tlab.softmax.default", "tlab.add.default"} <= targets
+    assert OPAQUE <= _targets(exported.run_decompositions().graph)
     torch.testing.assert_close(exported.module()(*_inputs(2 * ROWS)), _block(*_inputs(2 * ROWS)))
 
 
@@ -193,12 +211,6 @@ def test_addmm_in_a_graph_is_torch_addmm_where_the_op_runs(tmp_path, monkeypatch
     with ops_reading(monkeypatch, tmp_path):
         for m, ours in ((33, True), (300, False)):  # 300 rows: no tuned shape near
             a, b = torch.randn(m, 24, generator=gen), torch.randn(24, 40, generator=gen)
-            graphs = []
-
-            def keep(gm, _, graphs=graphs):
-                graphs.append(gm.graph)
-                return gm.forward
-
-            out = torch.compile(ops.addmm, backend=keep, fullgraph=True, dynamic=False)(bias, a, b)
+            out, traced = _traced(ops.addmm, (bias, a, b))
             torch.testing.assert_close(out, torch.addmm(bias, a, b), rtol=1e-4, atol=1e-4)
-            assert ("tlab.matmul.default" in _targets(graphs[0])) == ours
+            assert ("tlab.matmul_eager.default" in traced) == ours

@@ -1,18 +1,20 @@
-"""The ops as torch.library custom ops, `torch.ops.tlab.<name>`: what a model calling
+"""The ops as torch.library ops, `torch.ops.tlab.<name>`: what a model calling
 `tritonbench_lab.ops` compiles to.
 
 Under torch.compile, dynamo cannot trace an op's per-shape decision (a memo, a clock, files)
 and would break the graph at every call. So inside a compiled region each op of
-`tritonbench_lab.ops` calls its registered op instead: one opaque node, which runs the
-eager op, decision and all, when the graph runs. The choice between tlab's kernel and the
-PyTorch op is so made at run time for the shape actually called, once per shape (the memo),
-and stays right for every shape a dynamic dimension takes; `torch.export` keeps the node.
+`tritonbench_lab.ops` calls its registered op instead, which dynamo keeps as one call. When
+the graph is traced further (AOTAutograd, torch.export's decompositions) the op decomposes:
+at a static shape where tlab's kernel does not run, into the PyTorch op, for the compiler to
+fuse; else into one opaque node, `<name>_eager`, which runs the eager op, decision and all,
+when the graph runs, so that the choice stays right for every shape a dynamic dimension
+takes. torch.export keeps the op itself until its decompositions are run.
 
-Each op's fake (what the compiler traces with) is the PyTorch op itself on fake tensors, so
-shapes and dtypes are the op's by construction; outputs are contiguous on both sides (the
-real op's are made so), as the compiler plans strides from the fake's. The alternative, a
-`torch.library.triton_op` whose Triton kernels Inductor sees, needs launchers that call the
-kernels directly inside the op; not done.
+Each opaque node's fake (what the compiler traces with) is the PyTorch op itself on fake
+tensors, so shapes and dtypes are the op's by construction; outputs are contiguous on both
+sides (the real op's are made so), as the compiler plans strides from the fake's. The
+alternative, a `torch.library.triton_op` whose Triton kernels Inductor sees, needs launchers
+that call the kernels directly inside the op; not done.
 
 May import: torch. Knows nothing of tlab's kernels: `tritonbench_lab.ops` hands it each op.
 """
@@ -40,21 +42,48 @@ _defined: dict[str, Callable] = {}
 _LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")
 
 
-def define(name: str, run: Callable, like: Callable) -> Callable:
-    """Register `torch.ops.tlab.<name>` (once a process): `run` is the eager op, `like` the
-    PyTorch op with the same arguments and results (the fake). Returns the registered op.
+def define(name: str, run: Callable, like: Callable,
+           may_run_kernel: Callable[..., bool]) -> Callable:
+    """Register `torch.ops.tlab.<name>` (once a process) and its opaque twin
+    `torch.ops.tlab.<name>_eager`; returns the first. `run` is the eager op, `like` the
+    PyTorch op with the same arguments and results, `may_run_kernel(*args)` whether tlab's
+    kernel may run at these arguments' shapes (the eager decision, eagerly or under capture).
 
-    Defined on a torch.library.Library with one kernel for every device
+    `<name>` decomposes while a graph is traced (CompositeImplicitAutograd: AOTAutograd and
+    torch.export's decompositions run it on fake tensors): where every size is static and
+    tlab's kernel does not run there, into the PyTorch op itself, which Inductor fuses with
+    its neighbours; else into `<name>_eager`, one opaque node that runs the eager op, decision
+    and all, when the graph runs (a symbolic size: decided per shape it takes).
+
+    `<name>_eager` is defined on a torch.library.Library with one kernel for every device
     (CompositeExplicitAutograd), not with torch.library.custom_op: custom_op's call passes
-    through an autograd wrapper and dynamo's disable guards, about three times the host time
-    of a plain dispatch to a Python kernel, paid at every call a compiled graph makes (the
-    ops never reach it where autograd needs a result: ops.py gives the PyTorch op there)."""
+    through an autograd wrapper and dynamo's disable guards, about twice the host time of a
+    plain dispatch to a Python kernel on a CPU probe, paid at every call a compiled graph
+    makes (the ops never reach it where autograd needs a result: ops.py gives the PyTorch op
+    there). Its fake is the PyTorch op, with contiguous results as the real op gives."""
     if name not in _defined:
+        opaque = f"{name}_eager"
+        _LIBRARY.define(opaque + SCHEMAS[name])
+        _LIBRARY.impl(opaque, _contiguous_results(run), "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{NAMESPACE}::{opaque}", _fresh_results(like),
+                                    lib=_LIBRARY)
+        eager = getattr(torch.ops.tlab, opaque).default
+
+        def decompose(*args):
+            if _static(args) and not may_run_kernel(*args):
+                return like(*args)
+            return eager(*args)
+
         _LIBRARY.define(name + SCHEMAS[name])
-        _LIBRARY.impl(name, _contiguous_results(run), "CompositeExplicitAutograd")
-        torch.library.register_fake(f"{NAMESPACE}::{name}", _fresh_results(like), lib=_LIBRARY)
+        _LIBRARY.impl(name, decompose, "CompositeImplicitAutograd")
         _defined[name] = getattr(torch.ops.tlab, name).default
     return _defined[name]
+
+
+def _static(args: tuple) -> bool:
+    """Whether no tensor argument has a symbolic size (torch.SymInt, under a dynamic shape)."""
+    return not any(isinstance(d, torch.SymInt) for t in args if isinstance(t, torch.Tensor)
+                   for d in t.shape)
 
 
 def _contiguous_results(run: Callable) -> Callable:
