@@ -485,13 +485,15 @@ def _may_run_matmul(kernel: str, a: torch.Tensor, b: torch.Tensor, form=None) ->
 
 def _may_run_rows(kernel: str, x: torch.Tensor) -> bool:
     return x.ndim == 2 and _may_run(kernel, x.dtype, tuple(x.shape), x.get_device())
+
+
 _REGISTERED = {
     "matmul": library.define("matmul", _scratch_not_kept(matmul), torch.matmul,
                              lambda a, b: _may_run_matmul("matmul", a, b)),
     "matmul_gelu": library.define(
         "matmul_gelu", _scratch_not_kept(matmul_gelu), _torch_matmul_gelu,
-        lambda a, b, bias, approximate: _may_run_matmul(_GELU_KERNELS[approximate], a, b,
-                                                        _matmul_gelu.FORMS[approximate])),
+        lambda a, b, bias, approximate: approximate in _GELU_KERNELS and _may_run_matmul(
+            _GELU_KERNELS[approximate], a, b, _matmul_gelu.FORMS[approximate])),
     "softmax": library.define("softmax", softmax, lambda x: torch.softmax(x, -1),
                               lambda x: _may_run_rows("softmax", x)),
     "rmsnorm": library.define("rmsnorm", rmsnorm, _torch_rmsnorm,
