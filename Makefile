@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 test: setup
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal  # an idle worker takes from a busy one
+	$(BIN)/python -m pytest -n $(TEST_JOBS)
 
 lint: setup
 	$(BIN)/ruff check tritonbench_lab tests examples $(wildcard lab)
