@@ -67,15 +67,15 @@ case "$plan" in
     # its 20 shapes: the other 16 by the prior search, a few shapes a step (a step cut off by
     # the call's limit measures its shapes again from the start: --fresh)
     "softmax-fp32-a|250|sweep softmax --dtype fp32 --fresh --search prior:64 --shapes 8192x1024,8192x4096,8192x8192"
-    "softmax-fp32-b|300|sweep softmax --dtype fp32 --fresh --search prior:64 --shapes 8192x16384,8192x32768,512x1048576"
-    "softmax-bf16-a|250|sweep softmax --dtype bf16 --fresh --search prior:64 --shapes 8192x1024,8192x4096,8192x8192,8192x16384"
-    "softmax-bf16-b|300|sweep softmax --dtype bf16 --fresh --search prior:64 --shapes 8192x32768,8192x65536,4096x131072"
-    "softmax-bf16-c|300|sweep softmax --dtype bf16 --fresh --search prior:64 --shapes 2048x262144,1024x524288,512x1048576"
+    "softmax-fp32-b|150|sweep softmax --dtype fp32 --fresh --search prior:64 --shapes 8192x16384,8192x32768,512x1048576"
+    "softmax-bf16-a|100|sweep softmax --dtype bf16 --fresh --search prior:64 --shapes 8192x1024,8192x4096,8192x8192,8192x16384"
+    "softmax-bf16-b|150|sweep softmax --dtype bf16 --fresh --search prior:64 --shapes 8192x32768,8192x65536,4096x131072"
+    "softmax-bf16-c|150|sweep softmax --dtype bf16 --fresh --search prior:64 --shapes 2048x262144,1024x524288,512x1048576"
     "host-times-gates|90|host-times"
     "check-1|170|check --gpu-name $slug"
     "check-2|170|check --gpu-name $slug"
     "check-3|170|check --gpu-name $slug"
-    "ops-bench|240|ops-bench --out $ROOT/logs/ops-bench.md"
+    "ops-bench|200|ops-bench --out $ROOT/logs/ops-bench.md"
     "portability|300|portability nvidia-h200") ;;
   portability) STEPS+=(
     "portability|300|portability nvidia-h100-80gb-hbm3") ;;
@@ -83,11 +83,11 @@ case "$plan" in
     "record|60|lab/record_model_shapes.py $ROOT/logs/model-shapes.csv"
     "sweep-recorded|300|sweep --shapes-from $ROOT/logs/model-shapes.csv --search prior:64"
     "host-times-models|120|host-times"
-    "mb-1b-prefill|250|model-bench --width 1b --workload prefill --out $ROOT/logs/mb-1b-prefill.md"
-    "mb-7b-prefill|300|model-bench --width 7b --workload prefill --out $ROOT/logs/mb-7b-prefill.md"
-    "ops-bench|240|ops-bench --out $ROOT/logs/ops-bench.md"
-    "mb-1b-decode|250|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
-    "mb-7b-decode|300|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
+    "mb-1b-prefill|90|model-bench --width 1b --workload prefill --out $ROOT/logs/mb-1b-prefill.md"
+    "mb-7b-prefill|90|model-bench --width 7b --workload prefill --out $ROOT/logs/mb-7b-prefill.md"
+    "ops-bench|200|ops-bench --out $ROOT/logs/ops-bench.md"
+    "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
+    "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
   *) echo "unknown plan $plan: sweeps, gates, portability or models" >&2; exit 2 ;;
 esac
