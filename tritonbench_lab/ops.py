@@ -23,9 +23,10 @@ Two kinds of call go elsewhere, decided before anything else:
   inference, run under torch.inference_mode() (or no_grad) to get tlab's kernels.
 - Inside torch.compile (and torch.export), the op registered as `torch.ops.tlab.<name>`
   (runtime/library.py): no graph break; traced further, at a static shape it becomes the
-  PyTorch op where tlab's kernel does not run there (for the compiler to fuse), else a node
-  that makes the same per-shape decision when it runs, for every shape a dynamic dimension
-  takes.
+  PyTorch op where tlab's kernel does not run in a compiled graph there (dispatch's
+  in_compiled_graph: it must also beat the op's compiled form; the compiler fuses the op),
+  else a node that makes the eager per-shape decision when it runs, as it does for every
+  shape a dynamic dimension takes.
 
 An nn.Linear whose output width no tile divides (an LM head's vocabulary) goes through
 `prepare_linear(layer)`: its weight padded once, computed at the padded width, returned as a
@@ -67,6 +68,7 @@ from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public d
     eager_speedup,
     eager_time,
     explain,
+    in_compiled_graph,
     plan,
     work_ratio,
 )
@@ -295,7 +297,7 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
     if how is not None:
         if how == GRAPH and ours:
-            return _REGISTERED["matmul"](a, b) + bias
+            return _REGISTERED["addmm"](bias, a, b)
         return torch.addmm(bias, a, b)
     if ours and bias.dtype == dtype:
         launch = plan("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())
@@ -467,14 +469,24 @@ _DTYPES_OF = {**_DTYPES, "add_rmsnorm": _DTYPES["rmsnorm"],  # the dtypes each o
 
 
 def _may_run(kernel: str, dtype: torch.dtype, sizes: tuple, device: int, form=None) -> bool:
-    """Whether tlab's kernel runs at this shape, eagerly or under CUDA-graph capture (whether
-    a compiled graph will be captured is not known while it is traced)."""
+    """Whether the graph being traced runs tlab's kernel at this shape (in_compiled_graph's
+    rule, for a graph captured in CUDA graphs or not)."""
     if dtype not in _DTYPES_OF[kernel]:
         return False
     plan(kernel, dtype, sizes, device,
          None if form is None else (lambda config: _matmul.bind(config, form)))
-    return any(bound_launch(kernel, dtype, sizes, device, captured) is not None
-               for captured in (False, True))
+    return in_compiled_graph(kernel, dtype, sizes, device, _graph_captured())
+
+
+def _graph_captured() -> bool:
+    """Whether the graph being traced will run captured in CUDA graphs: torch.compile turns
+    Inductor's cudagraphs option on while it compiles for mode="reduce-overhead" (and
+    "max-autotune"); torch.export and other backends leave it off."""
+    try:
+        from torch._inductor import config
+    except ImportError:  # a torch without Inductor: no compiled graph captures
+        return False
+    return bool(config.triton.cudagraphs)
 
 
 def _may_run_matmul(kernel: str, a: torch.Tensor, b: torch.Tensor, form=None) -> bool:
@@ -490,6 +502,9 @@ def _may_run_rows(kernel: str, x: torch.Tensor) -> bool:
 _REGISTERED = {
     "matmul": library.define("matmul", _scratch_not_kept(matmul), torch.matmul,
                              lambda a, b: _may_run_matmul("matmul", a, b)),
+    "addmm": library.define(
+        "addmm", _scratch_not_kept(addmm), torch.addmm,
+        lambda bias, a, b: bias.dtype == a.dtype and _may_run_matmul("matmul", a, b)),
     "matmul_gelu": library.define(
         "matmul_gelu", _scratch_not_kept(matmul_gelu), _torch_matmul_gelu,
         lambda a, b, bias, approximate: approximate in _GELU_KERNELS and _may_run_matmul(

@@ -3,6 +3,8 @@ its float64 run, in prefill and in decode, at a tiny width on the CPU; the repor
 targets from rows whose numbers are chosen by hand. Its timings are GPU work (`tlab
 model-bench`)."""
 
+import time
+
 import pytest
 import torch
 
@@ -59,7 +61,7 @@ def test_the_lm_head_is_timed_alone_prepared_against_torch_matmul():
 
 def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     rows = [mb.Timed("1b", "prefill 1x2048", "torch eager", 2.0, 1e-3),
-            mb.Timed("1b", "prefill 1x2048", "tlab eager", 1.6, 1e-3),
+            mb.Timed("1b", "prefill 1x2048", "tlab eager", 1.6, 1e-3, host_ms=0.25),
             mb.Timed("1b", "prefill 1x2048", "torch compiled", 1.0, 1e-3),
             mb.Timed("1b", "prefill 1x2048", "tlab compiled", 1.04, 1e-3),
             mb.Timed("1b", "prefill 1x2048", "torch eager, no head", 1.0, 1e-3),
@@ -70,8 +72,8 @@ def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
                                        ("1b", "prefill 1x2048", "tlab eager", 2.0 / 1.6),
                                        ("1b", "prefill 1x2048", "tlab eager, no head", 1.25)]
     text = "\n".join(mb.report(rows, {"1b": 3}))
-    assert "| 1b | prefill 1x2048 | tlab eager | 1.6 | 1.25x |" in text
-    assert "| 1b | decode b1 | tlab eager | - | - | - | RuntimeError: boom |" in text
+    assert "| 1b | prefill 1x2048 | tlab eager | 1.6 | 1.25x | 1.00e-03 | 0.25 |" in text
+    assert "| 1b | decode b1 | tlab eager | - | - | - | - | RuntimeError: boom |" in text
     assert "compiled with ops >= 1.03x torch.compile, prefill: 0.962x (missed)" in text
     assert "ops eager >= 1.10x PyTorch eager, prefill: 1.250x (met)" in text
     assert "worst 0.962x (1b prefill 1x2048, tlab compiled; missed)" in text
@@ -84,12 +86,20 @@ def test_every_variant_is_checked_and_timed_with_and_without_the_head():
     """`measure` on the CPU with a stand-in clock: each eager and compiled variant of both op
     sets, with the head and without, checked against its own float64 run, then the head
     alone."""
-    rows = mb.measure(TINY, LOADS[1], torch.float32, "cpu", False, lambda fn: (fn(), 1.0)[1])
+    rows = mb.measure(TINY, LOADS[1], torch.float32, "cpu", False, lambda fn: (fn(), 1.0)[1],
+                      host=lambda fn: (fn(), 0.5)[1])
     names = [r.variant for r in rows]
     assert names == [f"{op} {how}{tail}" for tail in ("", ", no head")
                      for how in ("eager", "compiled") for op in ("torch", "tlab")] + [
         "torch head", "tlab head"]
     assert all(r.ms == 1.0 and r.error < 1e-5 for r in rows), [r for r in rows if r.note]
+    assert [r.host_ms for r in rows] == [0.5] * (len(rows) - 2) + [None, None]  # not the head's
+
+
+def test_host_time_is_the_time_to_issue_a_call():
+    calls = []
+    ms = mb.host_time(lambda: calls.append(time.sleep(0.002)), calls=5)
+    assert len(calls) == 6 and 2.0 <= ms < 50.0  # one call before the clock starts
 
 
 def test_the_block_with_tlabs_ops_compiles_without_a_graph_break():

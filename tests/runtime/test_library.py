@@ -47,6 +47,7 @@ def _block(x, w, b):
 
 FAKE_CASES = {
     "matmul": lambda: (torch.randn(5, 3), torch.randn(3, 7)),
+    "addmm": lambda: (torch.randn(7), torch.randn(5, 3), torch.randn(3, 7)),
     "matmul_gelu": lambda: (torch.randn(5, 3), torch.randn(3, 7), torch.randn(7), "tanh"),
     "softmax": lambda: (torch.randn(5, 9),),
     "rmsnorm": lambda: (torch.randn(5, 9), torch.randn(9), 1e-6),
@@ -201,8 +202,9 @@ def test_the_registered_matmul_keeps_no_scratch_off_the_default_stream(
 
 
 def test_addmm_in_a_graph_is_torch_addmm_where_the_op_runs(tmp_path, monkeypatch):
-    """Decided while tracing: torch.addmm itself (Inductor's to fuse) at an untuned shape, the
-    registered matmul and the bias's add at a tuned one; the right answer either way."""
+    """Decided while tracing: torch.addmm itself (Inductor's, as in a PyTorch model's graph)
+    at an untuned shape, the opaque addmm (tlab's kernel, the bias added) at a tuned one; the
+    right answer either way."""
     write_winners(tmp_path / "interpreter" / "matmul.csv",
                   [winner("33x40x24", MATMUL_TMA.replace("TMA=1", "TMA=0"), dtype="fp32",
                           p50_ms=1.0, op_p50_ms=2.0)])
@@ -213,4 +215,23 @@ def test_addmm_in_a_graph_is_torch_addmm_where_the_op_runs(tmp_path, monkeypatch
             a, b = torch.randn(m, 24, generator=gen), torch.randn(24, 40, generator=gen)
             out, traced = _traced(ops.addmm, (bias, a, b))
             torch.testing.assert_close(out, torch.addmm(bias, a, b), rtol=1e-4, atol=1e-4)
-            assert ("tlab.matmul_eager.default" in traced) == ours
+            assert ("tlab.addmm_eager.default" in traced) == ours
+            assert ("aten.addmm.default" in traced) != ours
+
+
+@pytest.mark.parametrize("cudagraphs", [False, True], ids=["compiled", "reduce-overhead"])
+def test_a_graph_runs_tlabs_kernel_only_where_its_own_rule_says(tmp_path, monkeypatch,
+                                                                cudagraphs):
+    """TEST DATA: layernorm 2x the op on the GPU but host-bound called eagerly (50 us of
+    launch against the op's 8): a compiled graph leaves the op to Inductor, one captured in
+    CUDA graphs (Inductor's cudagraphs option, on for mode="reduce-overhead") runs tlab's."""
+    write_winners(tmp_path / "interpreter" / "layernorm.csv", [
+        winner(f"{ROWS}x{COLS}", LAYERNORM, kernel="layernorm", dtype="fp32", p50_ms=0.003,
+               op_p50_ms=0.006, host_ms=0.050, op_host_ms=0.008)])
+    x, w, b = _inputs()
+    with ops_reading(monkeypatch, tmp_path), torch._inductor.config.patch(
+            {"triton.cudagraphs": cudagraphs}):
+        out, traced = _traced(_block, (x, w, b))
+    assert ("tlab.layernorm_eager.default" in traced) == cudagraphs
+    assert ("aten.native_layer_norm.default" in traced) != cudagraphs
+    torch.testing.assert_close(out, _block(x, w, b))

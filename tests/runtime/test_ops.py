@@ -1,6 +1,7 @@
 """tritonbench_lab.ops: which of tlab's kernel and the PyTorch op each call runs, and why;
 memoised choices that follow the configs file; correct results either way."""
 
+import dataclasses
 import os
 
 import pytest
@@ -14,6 +15,7 @@ from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.ops import NEAR_MARGIN, decide
 from tritonbench_lab.runtime import dispatch
+from tritonbench_lab.shapes import shape_sizes
 
 A = "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 TMA=0"
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
@@ -90,6 +92,50 @@ def test_decide_needs_the_near_margin_on_eager_times_too(configs):
     here = decide("matmul", torch.float32, (1024, 1024, 1024), gpu=SLUG)
     assert (near.provider, near.captured) == ("torch", "triton")
     assert (here.provider, here.captured) == ("triton", "triton")
+
+
+# TEST DATA (ms): a kernel's GPU time, the op's, the compiled op's (None: not timed), and
+# the host times of a call of each (None: not recorded); what runs eagerly, captured, and in
+# a compiled graph without and with CUDA graphs.
+@pytest.mark.parametrize("kernel, times, expected, phrase", [
+    # a matmul 2x the op but slower than the compiled op: the op in compiled graphs
+    ("matmul", (1.0, 2.0, 0.9, None, None), ("triton", "triton", "torch", "torch"),
+     "inside torch.compile 0.90x the faster of the op and torch.compile (needs 1.00x): the "
+     "op there"),
+    # a matmul ahead of both: tlab's kernel everywhere
+    ("matmul", (1.0, 2.0, 1.5, None, None), ("triton",) * 4, "inside torch.compile 1.50x"),
+    # a softmax 1.05x the op (and no compiled time): eagerly tlab's, not in a compiled graph
+    ("softmax", (1.0, 1.05, None, None, None), ("triton", "triton", "torch", "torch"),
+     "inside torch.compile 1.05x the PyTorch op (needs 1.10x)"),
+    ("softmax", (1.0, 1.3, 1.2, None, None), ("triton",) * 4, "inside torch.compile 1.20x"),
+    # host-bound eagerly, ahead on the GPU: tlab's kernel only where the graph is captured
+    ("softmax", (0.003, 0.006, 0.005, 0.050, 0.008), ("torch", "triton", "torch", "triton"),
+     "inside torch.compile 1.67x"),
+])
+def test_decide_inside_a_compiled_graph(configs, kernel, times, expected, phrase):
+    """Inside torch.compile the kernel stands against the faster of the op and its compiled
+    form, and a memory-bound one (softmax) must lead by FUSED_MARGIN (Inductor fuses it with
+    its neighbours); the eager or the captured rule must hold too."""
+    p50, op_p50, compiled_p50, host, op_host = times
+    config = A if kernel == "matmul" else "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1"
+    shape = "1024x1024x1024" if kernel == "matmul" else "64x1000"
+    row = winner(shape, config, dtype="fp32", kernel=kernel, p50_ms=p50, op_p50_ms=op_p50,
+                 host_ms=host, op_host_ms=op_host)
+    if compiled_p50 is not None:
+        best = min(compiled_p50, op_p50)
+        row = dataclasses.replace(row, best_baseline="compiled" if best < op_p50 else "torch",
+                                  baseline_p50_ms=best, speedup=best / p50)
+    write_winners(configs / SLUG / f"{kernel}.csv", [row])
+    tuned.clear_cache()
+    choice = decide(kernel, torch.float32, shape_sizes(shape), gpu=SLUG)
+    assert (choice.provider, choice.captured, choice.compiled,
+            choice.compiled_captured) == expected, choice
+    assert phrase in choice.reason, choice.reason
+    sizes, device = shape_sizes(shape), -1
+    if INTERPRETING:  # the memo ops' registered ops read while a graph is traced
+        dispatch.plan(kernel, torch.float32, sizes, device)
+        assert [dispatch.in_compiled_graph(kernel, torch.float32, sizes, device, captured)
+                for captured in (False, True)] == [e == "triton" for e in expected[2:]]
 
 
 def test_near_a_tuned_shape_gpu_times_scale_with_the_work_and_host_times_do_not(configs):
@@ -227,6 +273,7 @@ def test_explain_command_says_what_ops_would_call(configs):
                                       "--dtype", "fp32", "--gpu-name", SLUG])
     assert result.exit_code == 0, result.output
     assert "tlab's kernel, BLOCK_M=32" in result.output and "tuned here: 2.00x" in result.output
+    assert "; inside torch.compile tlab's kernel (" in result.output
     write_winners(configs / SLUG / "matmul.csv", [winner(
         "1024x1024x1024", A, dtype="fp32", p50_ms=0.003, op_p50_ms=0.006, host_ms=0.05,
         op_host_ms=0.008)])
@@ -235,6 +282,8 @@ def test_explain_command_says_what_ops_would_call(configs):
                                       "--dtype", "fp32", "--gpu-name", SLUG])
     assert result.exit_code == 0, result.output
     assert ("called eagerly the PyTorch op; in a CUDA graph tlab's kernel, BLOCK_M=32"
+            in result.output), result.output
+    assert ("inside torch.compile the PyTorch op, with CUDA graphs tlab's kernel"
             in result.output), result.output
     result = CliRunner().invoke(app, ["explain", "matmul", "--shape", "64x64", "--gpu-name", SLUG])
     assert result.exit_code != 0

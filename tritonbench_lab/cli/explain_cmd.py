@@ -75,7 +75,14 @@ def explain(
             if choice.captured != choice.provider:  # one of them is tlab's kernel
                 other = f"tlab's kernel, {config}" if choice.captured_uses_triton else "the PyTorch op"
                 calls = f"called eagerly {calls}; in a CUDA graph {other}"
+            compiled = [_who(choice.compiled_uses_triton(c)) for c in (False, True)]
+            calls += f"; inside torch.compile {compiled[0]}" + (
+                "" if compiled[0] == compiled[1] else f", with CUDA graphs {compiled[1]}")
             print(f"  {gpu} {name}: {calls} ({choice.reason})")
+
+
+def _who(triton: bool) -> str:
+    return "tlab's kernel" if triton else "the PyTorch op"
 
 
 def _sizes(spec, shape: str) -> tuple[tuple[int, ...], str | None]:

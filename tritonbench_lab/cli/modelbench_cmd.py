@@ -55,7 +55,8 @@ def model_bench(
         breaks[w.name] = mb.graph_breaks(w, chosen[0], torch.bfloat16, "cuda")
         for load in chosen:
             rows += mb.measure(w, load, torch.bfloat16, "cuda", graphs, bench,
-                               progress=lambda text: console.print(text, highlight=False))
+                               progress=lambda text: console.print(text, highlight=False),
+                               host=mb.host_time)
     text = "\n".join(mb.report(rows, breaks))
     print(text)
     if out is not None:

@@ -12,13 +12,15 @@ F.gelu(torch.addmm(...)), torch.add, torch.matmul) and `tlab` (tritonbench_lab.o
 layernorm, addmm, rope, matmul_gelu, add; the LM head through prepare_linear). Each runs
 eagerly and compiled (torch.compile), and compiled with CUDA graphs
 (mode="reduce-overhead"). Every variant's output is checked against the same block run in
-float64 with the torch op set, then timed with do_bench (GPU only). Speed targets are judged
+float64 with the torch op set, then timed with do_bench (GPU only), and its host time per
+call taken (host_time: at the GPU time or above, the variant waits on its host). Speed targets are judged
 here and printed, never in tests.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -265,14 +267,32 @@ class Timed:
     ms: float | None  # do_bench median; None where the variant failed
     error: float | None  # error_of against the float64 run
     note: str = ""  # why it failed, or graph breaks
+    host_ms: float | None = None  # the host's time to issue one call (host_time); not taken
+
+
+def host_time(fn: Callable[[], object], calls: int = 20) -> float:
+    """The host's time in ms to issue one call of `fn` (GPU work queued, not waited for):
+    where it reaches the call's GPU time, the variant is host-bound and its time is the
+    host's. A few calls only, so that the launches stay within the GPU's queue."""
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    fn()
+    sync()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    sync()
+    return elapsed / calls * 1e3
 
 
 def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graphs: bool,
             bench: Callable[[Callable[[], object]], float],
-            progress: Callable[[str], None] = lambda _: None) -> list[Timed]:
-    """Every variant of one width and workload: checked against float64, then timed. Each
-    compiled variant starts from a reset compiler (torch._dynamo.reset, which also drops
-    the CUDA graph trees), so that one that fails leaves nothing behind for the next."""
+            progress: Callable[[str], None] = lambda _: None,
+            host: Callable[[Callable[[], object]], float] | None = None) -> list[Timed]:
+    """Every variant of one width and workload: checked against float64, then timed (and
+    its host time taken by `host`, where given). Each compiled variant starts from a reset
+    compiler (torch._dynamo.reset, which also drops the CUDA graph trees), so that one that
+    fails leaves nothing behind for the next."""
     w64, inputs64 = weights(width, torch.float64, device), make_inputs(width, load, torch.float64,
                                                                        device)
     refs = {head: block(TorchOps, w64, width, inputs64, head) for head in (True, False)}
@@ -286,11 +306,12 @@ def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graph
             run = variant.build(w, width)
             error = error_of(run(inputs), refs[variant.head])
             ms = bench(lambda run=run: run(inputs))
+            host_ms = None if host is None else host(lambda run=run: run(inputs))
         except Exception as err:  # noqa: BLE001 - a variant that fails is a row, not a stop
             found.append(Timed(width.name, load.name, variant.name, None, None,
                                f"{type(err).__name__}: {err}".splitlines()[0][:200]))
             continue
-        found.append(Timed(width.name, load.name, variant.name, ms, error))
+        found.append(Timed(width.name, load.name, variant.name, ms, error, host_ms=host_ms))
     return found + measure_head(width, load, w, inputs, bench)
 
 
@@ -342,15 +363,16 @@ SLOWEST = 0.98  # no tlab variant slower than its PyTorch counterpart by more th
 
 def report(rows: list[Timed], breaks: dict[str, int]) -> list[str]:
     """The Markdown the command prints: every variant's time and error, then the targets."""
-    lines = ["| width | workload | variant | ms | vs PyTorch | error vs float64 | note |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| width | workload | variant | ms | vs PyTorch | error vs float64 | host ms | note |",
+             "|---|---|---|---|---|---|---|---|"]
     vs = {(w, load, name): r for w, load, name, r in ratios(rows)}
     for r in rows:
         ratio = vs.get((r.width, r.workload, r.variant))
         lines.append(f"| {r.width} | {r.workload} | {r.variant} | "
                      f"{'-' if r.ms is None else f'{r.ms:.4g}'} | "
                      f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
-                     f"{'-' if r.error is None else f'{r.error:.2e}'} | {r.note} |")
+                     f"{'-' if r.error is None else f'{r.error:.2e}'} | "
+                     f"{'-' if r.host_ms is None else f'{r.host_ms:.3g}'} | {r.note} |")
     lines += ["", "Targets:"]
     for what, variant, prefix, least in TARGETS:
         got = [r for (_, load, name), r in vs.items() if name == variant and load.startswith(prefix)]

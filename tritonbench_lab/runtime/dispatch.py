@@ -20,6 +20,11 @@ its stream is capturing. From a nearby tuned shape, GPU times carry over scaled 
 (work_ratio), host times as they are. Configs written before the sweeps timed host times
 have none; there eager calls follow the GPU times.
 
+A third rule holds inside a torch.compile graph, where the op stands for Inductor's code: the
+kernel must also beat the faster of the op and its compiled form (the `compiled` baseline of
+the same sweep), by FUSED_MARGIN for a memory-bound kernel, which Inductor would fuse with its
+neighbours (in_compiled_graph; runtime/library.py asks it while a graph is traced).
+
 `explain(kernel, dtype, shape)` and `tlab explain` show the choice and why; each choice is also
 logged once at debug level (logger "tritonbench_lab.ops"). The configs are looked at again at
 most once every RECHECK_S seconds, and choices are made afresh when a file changed.
@@ -70,6 +75,12 @@ log = logging.getLogger("tritonbench_lab.ops")
 # beat the op there by NEAR_MARGIN or more.
 NEAR = 2.0
 NEAR_MARGIN = 1.10
+# Inside a torch.compile graph the PyTorch op stands for Inductor's code, which fuses a
+# memory-bound op with its neighbours (two norms of one tensor in one read, a residual add in
+# its producer's kernel) and so beats the op timed alone: there a memory-bound (GB/s) kernel
+# runs only where it beat the faster of the op and its compiled form by FUSED_MARGIN. TFLOP/s
+# kernels (the matmuls, which Inductor calls as library kernels too) keep the eager rule.
+FUSED_MARGIN = 1.10
 RECHECK_S = 1.0
 _monotonic = time.monotonic  # bound once: plan reads it on every call
 
@@ -90,6 +101,10 @@ class Choice:
     captured: str = TORCH_OP  # under capture the launches replay without host time
     eager_speedup: float | None = None  # the same with each call's host time (eager_time)
     tuned: str = UNTUNED  # HERE, NEARBY (within NEAR) or UNTUNED: what the rows are to this shape
+    # the faster baseline's GPU time (the op or torch.compile of it) / the kernel's there
+    baseline_speedup: float | None = None
+    compiled: str = TORCH_OP  # inside a torch.compile graph (Inductor's code beside it)
+    compiled_captured: str = TORCH_OP  # the same, the graph captured in CUDA graphs
 
     @property
     def uses_triton(self) -> bool:
@@ -98,6 +113,11 @@ class Choice:
     @property
     def captured_uses_triton(self) -> bool:
         return self.captured == TRITON
+
+    def compiled_uses_triton(self, captured: bool) -> bool:
+        """Whether a torch.compile graph runs tlab's kernel here (`captured`: in CUDA graphs,
+        mode="reduce-overhead")."""
+        return (self.compiled_captured if captured else self.compiled) == TRITON
 
 
 def eager_time(gpu_ms: float, host_ms: float | None) -> float | None:
@@ -185,9 +205,29 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
             reason += (f": eager calls run {'tlab' if eager_wins else 'the op'}, calls captured "
                        f"in a CUDA graph {'tlab' if wins else 'the op'}")
     config = parse_config_text(row.config) if wins or eager_wins else None
+    baseline = row.baseline_p50_ms / row.p50_ms if row.baseline_p50_ms else None
+    fused, fused_reason = _in_compiled_graph(kernel, speedup, baseline, found.exact)
+    reason += fused_reason
     return Choice(kernel, name, shape, TRITON if eager_wins else TORCH_OP, config, row.shape,
                   speedup, reason, TRITON if wins else TORCH_OP, eager,
-                  HERE if found.exact else NEARBY)
+                  HERE if found.exact else NEARBY, baseline,
+                  TRITON if eager_wins and fused else TORCH_OP,
+                  TRITON if wins and fused else TORCH_OP)
+
+
+def _in_compiled_graph(kernel: str, speedup: float, baseline: float | None,
+                       exact: bool) -> tuple[bool, str]:
+    """Whether the kernel's GPU time earns it a place inside a compiled graph (FUSED_MARGIN),
+    and the reason's words for it; the eager or captured rule must hold as well."""
+    against = speedup if baseline is None else min(speedup, baseline)
+    if get_spec(kernel).metric == TFLOPS:
+        fused = against > 1.0 if exact else against >= NEAR_MARGIN
+        need = "1.00x" if exact else f"{NEAR_MARGIN:.2f}x"
+    else:
+        fused, need = against >= FUSED_MARGIN, f"{FUSED_MARGIN:.2f}x"
+    what = "the PyTorch op" if baseline is None else "the faster of the op and torch.compile"
+    verdict = "" if fused else ": the op there, for Inductor to compile"
+    return fused, f"; inside torch.compile {against:.2f}x {what} (needs {need}){verdict}"
 
 
 def explain(kernel: str, dtype, shape: str | int | tuple[int, ...] | dict | Shape, *,
@@ -217,6 +257,7 @@ def _sizes_of(kernel: str, shape) -> tuple[int, ...]:
 # --- the memo -----------------------------------------------------------------------------
 
 _plans: dict[tuple, tuple] = {}  # key -> (eager, captured): a bound launch, or None for the op
+_compiled: dict[tuple, tuple] = {}  # key -> (in a compiled graph, and captured): tlab's kernel?
 _slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
 _file_state: list = [0.0, None]  # [when last looked at, the default configs folder then]
 _folders: dict[Path, tuple] = {}  # each folder choices were made from -> its files' mtimes
@@ -225,6 +266,7 @@ _folders: dict[Path, tuple] = {}  # each folder choices were made from -> its fi
 def clear() -> None:
     """Forget every choice (they are made again on the next calls)."""
     _plans.clear()
+    _compiled.clear()
     _slugs.clear()
     _folders.clear()
     _file_state[:] = [0.0, None]
@@ -246,12 +288,22 @@ def _configs_changed(now: float) -> None:
         changed = changed or _folders[folder] != seen
     if changed:
         _plans.clear()
+        _compiled.clear()
 
 
 def _key(kernel: str, dtype, sizes: tuple[int, ...], device: int,
          directory: Path | None = None) -> tuple:
     return (kernel, dtype, sizes, device) if directory is None else (
         kernel, dtype, sizes, device, directory)
+
+
+def in_compiled_graph(kernel: str, dtype, sizes: tuple[int, ...], device: int,
+                      captured: bool, directory: Path | None = None) -> bool:
+    """Whether a torch.compile graph runs tlab's kernel for a call ops has planned (plan):
+    by the eager rule (captured: the GPU-time rule) and FUSED_MARGIN's; False where ops
+    calls the PyTorch op for any reason (the CPU, a shape the kernel refuses)."""
+    return _compiled.get(_key(kernel, dtype, sizes, device, directory), (False, False))[
+        1 if captured else 0]
 
 
 def bound_launch(kernel: str, dtype, sizes: tuple[int, ...], device: int,
@@ -335,5 +387,7 @@ def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
                    choice.provider)
     config = spec.complete(choice.config) if choice.config is not None else None
     launch = None if config is None else bind(config) if bind else spec.bound(config)
+    _compiled[_key(kernel, dtype, sizes, device, directory)] = (
+        choice.compiled_uses_triton(False), choice.compiled_uses_triton(True))
     return (launch if choice.uses_triton else None,
             launch if choice.captured_uses_triton else None)

@@ -30,6 +30,7 @@ NAMESPACE = "tlab"
 # new tensor; a compiled call with `out` copies into it).
 SCHEMAS = {
     "matmul": "(Tensor a, Tensor b) -> Tensor",
+    "addmm": "(Tensor bias, Tensor a, Tensor b) -> Tensor",
     "matmul_gelu": "(Tensor a, Tensor b, Tensor bias, str approximate) -> Tensor",
     "softmax": "(Tensor x) -> Tensor",
     "rmsnorm": "(Tensor x, Tensor weight, float eps) -> Tensor",
@@ -47,7 +48,8 @@ def define(name: str, run: Callable, like: Callable,
     """Register `torch.ops.tlab.<name>` (once a process) and its opaque twin
     `torch.ops.tlab.<name>_eager`; returns the first. `run` is the eager op, `like` the
     PyTorch op with the same arguments and results, `may_run_kernel(*args)` whether tlab's
-    kernel may run at these arguments' shapes (the eager decision, eagerly or under capture).
+    kernel runs at these arguments' shapes in the graph being traced (its own rule: the
+    kernel must also beat the op's compiled form there).
 
     `<name>` decomposes while a graph is traced (CompositeImplicitAutograd: AOTAutograd and
     torch.export's decompositions run it on fake tensors): where every size is static and
