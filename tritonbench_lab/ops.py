@@ -483,7 +483,7 @@ def _graph_captured() -> bool:
     Inductor's cudagraphs option on while it compiles for mode="reduce-overhead" (and
     "max-autotune"); torch.export and other backends leave it off."""
     try:
-        from torch._inductor import config
+        from torch._inductor import config  # late: a heavy import; only a traced graph asks
     except ImportError:  # a torch without Inductor: no compiled graph captures
         return False
     return bool(config.triton.cudagraphs)

@@ -52,7 +52,8 @@ def test_explain_takes_your_kernel_module(root):
     done = tlab("explain", "axpy", "-m", AXPY, "--shape", "1048576", "--dtype", "fp32",
                 "--root", str(root))
     assert done.returncode == 0, done.stderr
-    assert f"{GPU} fp32: tlab's kernel, {TUNED} (tuned here: 2.00x the PyTorch op" in done.stdout
+    assert (f"{GPU} fp32: tlab's kernel, {TUNED}; inside torch.compile tlab's kernel (tuned "
+            "here: 2.00x the PyTorch op") in done.stdout
 
 
 def test_targets_hold_your_kernel_to_the_rule_ops_runs_it_by(root):
