@@ -70,6 +70,7 @@ from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public d
     explain,
     in_compiled_graph,
     plan,
+    tuned_state,
     work_ratio,
 )
 from tritonbench_lab.tuned import ordered_sizes, spec_of
@@ -252,8 +253,9 @@ def _one(outputs):
 
 # --- the ops ------------------------------------------------------------------------------
 # Each op: where autograd needs it, the PyTorch op; inside torch.compile, the registered op
-# (runtime/library.py, which runs the eager op when the graph runs); else the eager op, which
-# makes the per-shape decision. `_torch_*` are the PyTorch ops as the sweeps timed them.
+# (runtime/library.py, which runs the eager op when the graph runs), given tuned_state() to
+# key compile caches by the configs; else the eager op, which makes the per-shape decision.
+# `_torch_*` are the PyTorch ops as the sweeps timed them.
 
 def _takes(launch: Callable | None, a: torch.Tensor, b: torch.Tensor,
            out: torch.Tensor | None) -> bool:
@@ -277,7 +279,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
     ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
     if how is not None:
         if how == GRAPH and ours:
-            return _into(out, _REGISTERED["matmul"](a, b))
+            return _into(out, _REGISTERED["matmul"](a, b, tuned_state()))
         return _into(out, torch.matmul(a, b))
     if ours:
         launch = plan("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())
@@ -297,7 +299,7 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
     if how is not None:
         if how == GRAPH and ours:
-            return _REGISTERED["addmm"](bias, a, b)
+            return _REGISTERED["addmm"](bias, a, b, tuned_state())
         return torch.addmm(bias, a, b)
     if ours and bias.dtype == dtype:
         launch = plan("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())
@@ -324,7 +326,7 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
     if how is not None:
         if how == GRAPH and ours:
-            return _into(out, _REGISTERED["matmul_gelu"](a, b, bias, approximate))
+            return _into(out, _REGISTERED["matmul_gelu"](a, b, bias, approximate, tuned_state()))
         return _into(out, _torch_matmul_gelu(a, b, bias, approximate))
     if ours:
         launch = plan(kernel, dtype, (sa[0], sb[1], sa[1]), a.get_device(),
@@ -342,7 +344,7 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     ours = len(shape) == 2 and dtype in _DTYPES["softmax"]
     if how is not None:
         if how == GRAPH and ours:
-            return _into(out, _REGISTERED["softmax"](x))
+            return _into(out, _REGISTERED["softmax"](x, tuned_state()))
         return _into(out, torch.softmax(x, -1))
     if ours:
         launch = plan("softmax", dtype, tuple(shape), x.get_device())
@@ -368,8 +370,8 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
     if how is not None:
         if how == GRAPH and ours:
             if residual is None:
-                return _REGISTERED["rmsnorm"](x, weight, eps)
-            return _REGISTERED["add_rmsnorm"](x, weight, eps, residual)
+                return _REGISTERED["rmsnorm"](x, weight, eps, tuned_state())
+            return _REGISTERED["add_rmsnorm"](x, weight, eps, residual, tuned_state())
         return _torch_rmsnorm(x, weight, eps, residual)
     if ours:
         launch = plan(kernel, dtype, tuple(shape), x.get_device())
@@ -387,7 +389,7 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     shape, dtype = x.shape, x.dtype
     ours = len(shape) == 2 and dtype in _DTYPES["layernorm"]
     if how == GRAPH and ours:
-        return _REGISTERED["layernorm"](x, weight, bias, eps)
+        return _REGISTERED["layernorm"](x, weight, bias, eps, tuned_state())
     if how is None and ours:
         launch = plan("layernorm", dtype, tuple(shape), x.get_device())
         if (launch is not None and weight.dtype == bias.dtype == dtype
@@ -406,7 +408,7 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
     shape, dtype = q.shape, q.dtype
     ours = len(shape) == 4 and dtype in _DTYPES["rope"]
     if how == GRAPH and ours:
-        return _REGISTERED["rope"](q, k, cos, sin)
+        return _REGISTERED["rope"](q, k, cos, sin, tuned_state())
     if how is None and ours and shape[3] % 2 == 0:
         launch = plan("rope", dtype, tuple(shape), q.get_device())
         if launch is not None and _rope_takes(q, k, cos, sin):
@@ -427,7 +429,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     how = _elsewhere(x, y)
     dtype = x.dtype
     if how == GRAPH and dtype in _DTYPES["add"]:
-        return _REGISTERED["add"](x, y)
+        return _REGISTERED["add"](x, y, tuned_state())
     if how is None and dtype in _DTYPES["add"]:
         launch = plan("add", dtype, (x.numel(),), x.get_device())
         if (launch is not None and x.shape == y.shape and y.dtype == dtype

@@ -8,6 +8,10 @@ import time
 import pytest
 import torch
 
+from helpers.backend import INTERPRETING
+from helpers.fixture_results import winner, write_winners
+from helpers.ops_state import ops_reading
+
 from tritonbench_lab.gates import modelbench as mb
 
 TINY = mb.Width("tiny", 64, 2, 96, vocab=97)  # an odd vocabulary, as GPT-2's
@@ -82,18 +86,26 @@ def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     assert "the block alone, ops eager over PyTorch eager, prefill: 1.250x (no target)" in text
 
 
-def test_every_variant_is_checked_and_timed_with_and_without_the_head():
+def test_every_variant_is_checked_and_timed_with_and_without_the_head(tmp_path, monkeypatch):
     """`measure` on the CPU with a stand-in clock: each eager and compiled variant of both op
     sets, with the head and without, checked against its own float64 run, then the head
-    alone."""
-    rows = mb.measure(TINY, LOADS[1], torch.float32, "cpu", False, lambda fn: (fn(), 1.0)[1],
-                      host=lambda fn: (fn(), 0.5)[1])
+    alone; each compiled variant with tlab's ops notes the opaque nodes its graph ran.
+    TEST DATA: layernorm tuned at the decode step's 3 rows of 64, 2x the op."""
+    write_winners(tmp_path / "interpreter" / "layernorm.csv", [
+        winner("3x64", "ROWS=1 num_warps=4 TILE_COLS=0", kernel="layernorm", dtype="fp32",
+               p50_ms=1.0, op_p50_ms=2.0)])
+    with ops_reading(monkeypatch, tmp_path):
+        rows = mb.measure(TINY, LOADS[1], torch.float32, "cpu", False,
+                          lambda fn: (fn(), 1.0)[1], host=lambda fn: (fn(), 0.5)[1])
     names = [r.variant for r in rows]
     assert names == [f"{op} {how}{tail}" for tail in ("", ", no head")
                      for how in ("eager", "compiled") for op in ("torch", "tlab")] + [
         "torch head", "tlab head"]
-    assert all(r.ms == 1.0 and r.error < 1e-5 for r in rows), [r for r in rows if r.note]
+    assert all(r.ms == 1.0 and r.error < 1e-5 for r in rows), rows
     assert [r.host_ms for r in rows] == [0.5] * (len(rows) - 2) + [None, None]  # not the head's
+    notes = {r.variant: r.note for r in rows if r.note}
+    assert notes == {"tlab compiled": "tlab nodes: layernorm x2",
+                     "tlab compiled, no head": "tlab nodes: layernorm x2"}
 
 
 def test_host_time_is_the_time_to_issue_a_call():

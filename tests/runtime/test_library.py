@@ -235,3 +235,31 @@ def test_a_graph_runs_tlabs_kernel_only_where_its_own_rule_says(tmp_path, monkey
     assert ("tlab.layernorm_eager.default" in traced) == cudagraphs
     assert ("aten.native_layer_norm.default" in traced) != cudagraphs
     torch.testing.assert_close(out, _block(x, w, b))
+
+
+def test_a_compile_cache_never_hands_back_a_graph_decided_on_other_configs(tmp_path,
+                                                                           monkeypatch):
+    """torch.compile's caches key a graph by what dynamo traced, and the decisions are made
+    after that: the registered ops carry a hash of the configs (dispatch.tuned_state), so the
+    same block compiled again once the configs changed is decided again, not loaded.
+    TEST DATA: layernorm at ROWS x COLS, first 2x the op (tlab's kernel), then half (the op)."""
+    import os
+
+    from tritonbench_lab import tuned
+
+    x, w, b = _inputs()
+    ran = []
+    path = tmp_path / "interpreter" / "layernorm.csv"
+    with ops_reading(monkeypatch, tmp_path):
+        for second, op_p50 in enumerate((2.0, 0.5)):
+            write_winners(path, [winner(f"{ROWS}x{COLS}", LAYERNORM, kernel="layernorm",
+                                        dtype="fp32", p50_ms=1.0, op_p50_ms=op_p50)])
+            os.utime(path, ns=(10**18 + second, 10**18 + second))  # apart, however coarse
+            tuned.clear_cache()  # the file is read again ...
+            ops.plan("layernorm", torch.float32, (ROWS, COLS), -1)  # ... and the choice
+            torch._dynamo.reset()  # dynamo's in-memory code goes; the compile caches stay
+            library.opaque_calls.clear()
+            compiled = torch.compile(_block, fullgraph=True, dynamic=False)
+            torch.testing.assert_close(compiled(x, w, b), _block(x, w, b))
+            ran.append(library.opaque_calls["layernorm"])
+    assert ran == [1, 0]

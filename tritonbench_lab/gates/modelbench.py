@@ -29,6 +29,7 @@ import torch.nn.functional as F
 
 from tritonbench_lab import ops
 from tritonbench_lab.kernels.rope import rotate_half_rope
+from tritonbench_lab.runtime import library
 
 VOCAB = 50257  # GPT-2's vocabulary: odd, so no tile or vector load divides it
 CACHE = 2048  # decode: tokens already in the KV cache
@@ -304,15 +305,27 @@ def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graph
             torch._dynamo.reset()
         try:
             run = variant.build(w, width)
+            library.opaque_calls.clear()
             error = error_of(run(inputs), refs[variant.head])
+            nodes = _tlab_nodes(variant)
             ms = bench(lambda run=run: run(inputs))
             host_ms = None if host is None else host(lambda run=run: run(inputs))
         except Exception as err:  # noqa: BLE001 - a variant that fails is a row, not a stop
             found.append(Timed(width.name, load.name, variant.name, None, None,
                                f"{type(err).__name__}: {err}".splitlines()[0][:200]))
             continue
-        found.append(Timed(width.name, load.name, variant.name, ms, error, host_ms=host_ms))
+        found.append(Timed(width.name, load.name, variant.name, ms, error, nodes, host_ms))
     return found + measure_head(width, load, w, inputs, bench)
+
+
+def _tlab_nodes(variant: Variant) -> str:
+    """For a compiled variant with tlab's ops, the note saying which of them its graph ran as
+    opaque nodes (tlab's kernel, or a per-call decision), from the call just made: the rest
+    of the graph is Inductor's."""
+    if not variant.compiled or variant.ops is not TlabOps:
+        return ""
+    ran = library.opaque_calls
+    return "tlab nodes: " + (", ".join(f"{n} x{ran[n]}" for n in sorted(ran)) or "none")
 
 
 def measure_head(width: Width, load: Workload, w: dict, inputs: Inputs,

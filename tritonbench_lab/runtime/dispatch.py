@@ -33,6 +33,7 @@ most once every RECHECK_S seconds, and choices are made afresh when a file chang
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import math
 import time
@@ -304,6 +305,31 @@ def in_compiled_graph(kernel: str, dtype, sizes: tuple[int, ...], device: int,
     calls the PyTorch op for any reason (the CPU, a shape the kernel refuses)."""
     return _compiled.get(_key(kernel, dtype, sizes, device, directory), (False, False))[
         1 if captured else 0]
+
+
+def tuned_state() -> str:
+    """A short hash of what a compiled graph's decisions rest on: the configs folder, its
+    files' names and modification times, this GPU, and the source of the rules (this module,
+    ops.py, library.py). Every registered op of a traced graph takes it as an argument
+    (ops.py), so that torch.compile's caches, keyed by the graph dynamo traced, never hand
+    back a graph decided on other configs. Dynamo calls it while tracing, without tracing it
+    (assume_constant_result's mark), and keeps the value in the graph."""
+    folder = config_dir()
+    digest = hashlib.sha1(f"{folder.resolve()}|{current_gpu_slug()}".encode())
+    for name, mtime in _files(folder):
+        digest.update(f"|{name}:{mtime}".encode())
+    if not _rules:
+        here = Path(__file__).parent
+        for source in (here / "dispatch.py", here / "library.py", here.parent / "ops.py"):
+            _rules.append(hashlib.sha1(source.read_bytes()).hexdigest())
+    digest.update("|".join(_rules).encode())
+    return digest.hexdigest()[:16]
+
+
+# torch.compiler.assume_constant_result's whole effect, set without importing dynamo (1 s):
+# dynamo runs tuned_state while tracing and bakes its result into the graph.
+tuned_state._dynamo_marked_constant = True  # type: ignore[attr-defined]
+_rules: list[str] = []  # the rules' source hashes, read once
 
 
 def bound_launch(kernel: str, dtype, sizes: tuple[int, ...], device: int,

@@ -21,6 +21,7 @@ May import: torch. Knows nothing of tlab's kernels: `tritonbench_lab.ops` hands 
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 
 import torch
@@ -39,7 +40,14 @@ SCHEMAS = {
     "rope": "(Tensor q, Tensor k, Tensor cos, Tensor sin) -> (Tensor, Tensor)",
     "add": "(Tensor x, Tensor y) -> Tensor",
 }
+# Each registered op's last argument: dispatch.tuned_state() in a traced graph (ops.py), a
+# hash of the configs and rules its decisions rest on, so that a compile cache keyed by the
+# graph tells graphs decided on other configs apart. Ignored when the op runs.
+TUNED = 'str tuned=""'
 _defined: dict[str, Callable] = {}
+# <name> -> calls of <name>_eager since the last clear(): which opaque nodes a compiled graph
+# ran (tlab model-bench reads it; the rest of the graph is the compiler's).
+opaque_calls: collections.Counter = collections.Counter()
 _LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")
 
 
@@ -65,18 +73,21 @@ def define(name: str, run: Callable, like: Callable,
     there). Its fake is the PyTorch op, with contiguous results as the real op gives."""
     if name not in _defined:
         opaque = f"{name}_eager"
+        params, results = SCHEMAS[name].split(") ->")
+        arity = params.count(",") + 1  # the op's own arguments, without `tuned`
         _LIBRARY.define(opaque + SCHEMAS[name])
-        _LIBRARY.impl(opaque, _contiguous_results(run), "CompositeExplicitAutograd")
+        _LIBRARY.impl(opaque, _contiguous_results(name, run), "CompositeExplicitAutograd")
         torch.library.register_fake(f"{NAMESPACE}::{opaque}", _fresh_results(like),
                                     lib=_LIBRARY)
         eager = getattr(torch.ops.tlab, opaque).default
 
-        def decompose(*args):
+        def decompose(*args, **_):
+            args = args[:arity]  # `tuned` only keys the graph (TUNED)
             if _static(args) and not may_run_kernel(*args):
                 return like(*args)
             return eager(*args)
 
-        _LIBRARY.define(name + SCHEMAS[name])
+        _LIBRARY.define(f"{name}{params}, {TUNED}) ->{results}")
         _LIBRARY.impl(name, decompose, "CompositeImplicitAutograd")
         _defined[name] = getattr(torch.ops.tlab, name).default
     return _defined[name]
@@ -88,8 +99,9 @@ def _static(args: tuple) -> bool:
                    for d in t.shape)
 
 
-def _contiguous_results(run: Callable) -> Callable:
+def _contiguous_results(name: str, run: Callable) -> Callable:
     def contiguous(*args):
+        opaque_calls[name] += 1
         out = run(*args)
         if isinstance(out, tuple):
             return tuple(t.contiguous() for t in out)
