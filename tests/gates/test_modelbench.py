@@ -7,7 +7,6 @@ import time
 
 import pytest
 import torch
-
 from helpers.backend import INTERPRETING
 from helpers.fixture_results import winner, write_winners
 from helpers.ops_state import ops_reading
@@ -104,8 +103,9 @@ def test_every_variant_is_checked_and_timed_with_and_without_the_head(tmp_path, 
     assert all(r.ms == 1.0 and r.error < 1e-5 for r in rows), rows
     assert [r.host_ms for r in rows] == [0.5] * (len(rows) - 2) + [None, None]  # not the head's
     notes = {r.variant: r.note for r in rows if r.note}
-    assert notes == {"tlab compiled": "tlab nodes: layernorm x2",
-                     "tlab compiled, no head": "tlab nodes: layernorm x2"}
+    # CPU tensors run tlab's kernels only in the interpreter (whose configs these are)
+    ran = "tlab nodes: layernorm x2" if INTERPRETING else "tlab nodes: none"
+    assert notes == {"tlab compiled": ran, "tlab compiled, no head": ran}
 
 
 def test_host_time_is_the_time_to_issue_a_call():
