@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from tritonbench_lab.data.records import TORCH_OP
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels import layernorm as _layernorm
@@ -56,6 +56,7 @@ from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
 from tritonbench_lab.kernels import matmul_persistent as _persistent
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
+from tritonbench_lab.runtime import dispatch as _dispatch
 from tritonbench_lab.runtime import library, recording
 from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public decision API
     NEAR,
@@ -69,11 +70,12 @@ from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public d
     eager_time,
     explain,
     in_compiled_graph,
+    op_everywhere,
     plan,
     tuned_state,
     work_ratio,
 )
-from tritonbench_lab.tuned import ordered_sizes, spec_of
+from tritonbench_lab.runtime.own_kernels import TunedKernel, kernel  # re-exported
 
 __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
            "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
@@ -99,6 +101,21 @@ def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
 
 # Bound once: each call of an op reads them (module attribute lookups cost on every call).
 _grad_enabled, _compiling = torch.is_grad_enabled, torch.compiler.is_compiling
+_monotonic, _file_state, _op_only = time.monotonic, _dispatch._file_state, _dispatch.op_only
+
+
+# The fast path, inlined at the top of each op (a function call costs host time): a call's
+# key (the op's name and what its decision reads from the inputs; none under autograd or
+# compile) found in op_only, with the configs looked at within RECHECK_S, goes straight to
+# the PyTorch op; _remember puts the key there once the op's plan says so.
+
+
+def _remember(fast: tuple | None, kernel: str | None = None, dtype=None, sizes=None,
+              device=None) -> None:
+    """After a call that ran the PyTorch op: let the next calls of `fast` skip the decision
+    where the plan says the op both eagerly and captured (kernel None: no kernel applies)."""
+    if fast is not None and (kernel is None or op_everywhere(kernel, dtype, sizes, device)):
+        _op_only.add(fast)
 
 
 @contextlib.contextmanager
@@ -172,85 +189,6 @@ def prepare_linear(layer: torch.nn.Linear | torch.Tensor, bias: torch.Tensor | N
     return PaddedLinear(layer, bias, multiple)
 
 
-# --- any kernel, your own included -----------------------------------------------------------
-
-def kernel(name: str, module: str | Path | None = None, *,
-           configs: str | Path | None = None) -> TunedKernel:
-    """`name` (a kernel of your own, or a built-in one) as a function of its inputs, for model
-    code: tlab's kernel under the committed config where the measurements say it beats the
-    PyTorch op (the spec's `torch` baseline), and that op elsewhere, by the rule of every op
-    here. `module`: the file defining it, when it is neither loaded nor listed in the current
-    folder's pyproject.toml ([tool.tlab] kernel-modules). `configs`: the configs folder to
-    read (default: $TLAB_CONFIG_DIR, else the configs/ folder of the kernel's project)."""
-    spec = spec_of(name, module)
-    if TORCH_OP not in spec.baselines:
-        raise TlabError(f"{name} has no {TORCH_OP!r} baseline, the PyTorch op the runtime "
-                        "calls wherever tlab's kernel is not measured faster: add one to its "
-                        "spec's baselines")
-    return TunedKernel(spec, Path(configs).resolve() if configs is not None else None)
-
-
-class TunedKernel:
-    """A kernel called as `f(x=..., y=...)` or `f(inputs)`: the inputs by the names its
-    make_inputs gives them. The shape comes from the spec's shape_of, else from sizes given
-    as keywords named by its dims (also handed to the kernel as inputs); the dtype and device
-    from the first input tensor of a dtype the kernel takes. Returns the outputs: the one
-    tensor of a kernel with one output, else the tuple."""
-
-    def __init__(self, spec, configs: Path | None = None):
-        self.spec, self.configs, self.__name__ = spec, configs, spec.name
-        self._op = spec.baselines[TORCH_OP]
-
-    def __call__(self, inputs: dict | None = None, /, **named):
-        inputs = {**inputs, **named} if inputs else named
-        try:
-            return self._call(inputs)
-        except KeyError as err:  # an input the kernel reads is missing: say which it takes
-            taken = self.input_names()
-            missing = [n for n in taken if n not in inputs]
-            if not missing:
-                raise
-            raise TlabError(f"{self.spec.name} takes {', '.join(taken)} (as make_inputs names "
-                            f"them); missing: {', '.join(missing)}") from err
-
-    def _call(self, inputs: dict):
-        spec = self.spec
-        tensor = next((v for v in inputs.values()
-                       if isinstance(v, torch.Tensor) and v.dtype in spec.dtypes), None)
-        if tensor is not None:
-            launch = plan(spec.name, tensor.dtype, self.sizes(inputs), tensor.get_device(),
-                           self._bind, self.configs)
-            if launch is not None:
-                return launch(inputs)
-        return _one(self._op(inputs))
-
-    def input_names(self) -> list[str]:
-        """The inputs a call takes: those make_inputs draws, at the kernel's first small shape
-        (on the CPU; asked only when a call lacks one)."""
-        spec = self.spec
-        return list(spec.make_inputs(spec.small_shapes[0], spec.dtypes[0], "cpu", 0))
-
-    def sizes(self, inputs: dict) -> tuple[int, ...]:
-        """The sizes of a call, in the kernel's dims order."""
-        spec = self.spec
-        if spec.shape_of is not None:
-            return ordered_sizes(spec.name, dict(spec.shape_of(inputs).dims), spec.dims)
-        if any(d not in inputs for d in spec.dims):
-            sizes = ", ".join(f"{d}=..." for d in spec.dims)
-            raise TlabError(f"{spec.name} needs its sizes as keywords ({sizes}): its spec has "
-                            "no shape_of to read them from its inputs")
-        return ordered_sizes(spec.name, {d: inputs[d] for d in spec.dims}, spec.dims)
-
-    def _bind(self, config: dict) -> Callable:
-        launch, allocate = self.spec.launch, self.spec.allocate_outputs
-        return lambda inputs: _one(launch(inputs, config, allocate(inputs)))
-
-
-def _one(outputs):
-    """A kernel's outputs as callers want them: the tensor itself when there is one."""
-    return outputs[0] if isinstance(outputs, (tuple, list)) and len(outputs) == 1 else outputs
-
-
 # --- the ops ------------------------------------------------------------------------------
 # Each op: where autograd needs it, the PyTorch op; inside torch.compile, the registered op
 # (runtime/library.py, which runs the eager op when the graph runs), given tuned_state() to
@@ -274,6 +212,12 @@ def _into(out: torch.Tensor | None, y: torch.Tensor) -> torch.Tensor:
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """a @ b for 2-D a (M x K) and b (K x N)."""
+    fast = None  # the fast path (above _remember): where the op is known to run
+    if not _compiling() and not (_grad_enabled() and (a.requires_grad or b.requires_grad)):
+        fast = ("matmul", a.shape, b.shape, a.dtype, b.dtype, a.get_device())
+        if (out is None and fast in _op_only
+                and _monotonic() - _file_state[0] < _dispatch.RECHECK_S):
+            return torch.matmul(a, b)
     how = _elsewhere(a, b)
     sa, sb, dtype = a.shape, b.shape, a.dtype  # each read once: every read builds an object
     ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
@@ -282,9 +226,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
             return _into(out, _REGISTERED["matmul"](a, b, tuned_state()))
         return _into(out, torch.matmul(a, b))
     if ours:
-        launch = plan("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())
+        sizes, device = (sa[0], sb[1], sa[1]), a.get_device()
+        launch = plan("matmul", dtype, sizes, device)
         if launch is not None and _takes(launch, a, b, out):
             return launch(a, b, out)
+        _remember(fast, "matmul", dtype, sizes, device)
+    else:
+        _remember(fast)
     return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
 
 
@@ -294,6 +242,12 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     bias added into its output; elsewhere torch.addmm itself (one cuBLAS call, the bias in
     its epilogue), so a model's linear layers cost no extra launch where the op runs. The
     decision is matmul's, made without the bias (its add is not in the tuned times)."""
+    fast = None  # the fast path (above _remember)
+    if not _compiling() and not (_grad_enabled() and (
+            bias.requires_grad or a.requires_grad or b.requires_grad)):
+        fast = ("addmm", a.shape, b.shape, a.dtype, b.dtype, bias.dtype, a.get_device())
+        if fast in _op_only and _monotonic() - _file_state[0] < _dispatch.RECHECK_S:
+            return torch.addmm(bias, a, b)
     how = _elsewhere(bias, a, b)
     sa, sb, dtype = a.shape, b.shape, a.dtype
     ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
@@ -302,9 +256,13 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             return _REGISTERED["addmm"](bias, a, b, tuned_state())
         return torch.addmm(bias, a, b)
     if ours and bias.dtype == dtype:
-        launch = plan("matmul", dtype, (sa[0], sb[1], sa[1]), a.get_device())
+        sizes, device = (sa[0], sb[1], sa[1]), a.get_device()
+        launch = plan("matmul", dtype, sizes, device)
         if launch is not None and _takes(launch, a, b, None):
             return launch(a, b, None).add_(bias)
+        _remember(fast, "matmul", dtype, sizes, device)
+    else:
+        _remember(fast)
     return torch.addmm(bias, a, b)
 
 
@@ -339,6 +297,12 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
 
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dim of a 2-D x."""
+    fast = None  # the fast path (above _remember)
+    if not _compiling() and not (_grad_enabled() and x.requires_grad):
+        fast = ("softmax", x.shape, x.dtype, x.get_device())
+        if (out is None and fast in _op_only
+                and _monotonic() - _file_state[0] < _dispatch.RECHECK_S):
+            return torch.softmax(x, -1)
     how = _elsewhere(x)
     shape, dtype = x.shape, x.dtype
     ours = len(shape) == 2 and dtype in _DTYPES["softmax"]
@@ -347,9 +311,13 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
             return _into(out, _REGISTERED["softmax"](x, tuned_state()))
         return _into(out, torch.softmax(x, -1))
     if ours:
-        launch = plan("softmax", dtype, tuple(shape), x.get_device())
+        sizes, device = tuple(shape), x.get_device()
+        launch = plan("softmax", dtype, sizes, device)
         if launch is not None:
             return launch(x, out)
+        _remember(fast, "softmax", dtype, sizes, device)
+    else:
+        _remember(fast)
     return _into(out, torch.softmax(x, dim=-1))
 
 
@@ -363,6 +331,12 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
             residual: torch.Tensor | None = None):
     """RMSNorm of the rows of x, or of x + residual: y, or (y, x + residual) with a residual
     (the fused add_rmsnorm kernel)."""
+    fast = None  # the fast path (above _remember)
+    if residual is None and not _compiling() and not (_grad_enabled() and (
+            x.requires_grad or weight.requires_grad)):
+        fast = ("rmsnorm", x.shape, x.dtype, weight.dtype, x.get_device())
+        if fast in _op_only and _monotonic() - _file_state[0] < _dispatch.RECHECK_S:
+            return F.rms_norm(x, (x.shape[-1],), weight, eps)
     how = _elsewhere(x, weight, residual)
     shape, dtype = x.shape, x.dtype
     ours = len(shape) == 2 and dtype in _DTYPES["rmsnorm"]
@@ -374,9 +348,13 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
             return _REGISTERED["add_rmsnorm"](x, weight, eps, residual, tuned_state())
         return _torch_rmsnorm(x, weight, eps, residual)
     if ours:
-        launch = plan(kernel, dtype, tuple(shape), x.get_device())
+        sizes, device = tuple(shape), x.get_device()
+        launch = plan(kernel, dtype, sizes, device)
         if launch is not None and weight.dtype == dtype:
             return launch(x, weight, eps, residual)
+        _remember(fast, kernel, dtype, sizes, device)
+    else:
+        _remember(fast)
     if residual is None:  # the common case without _torch_rmsnorm's call: it costs host time
         return F.rms_norm(x, (shape[-1],), weight, eps)
     return _torch_rmsnorm(x, weight, eps, residual)
@@ -385,16 +363,26 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
               eps: float = _layernorm.EPS) -> torch.Tensor:
     """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim)."""
+    fast = None  # the fast path (above _remember)
+    if not _compiling() and not (_grad_enabled() and (
+            x.requires_grad or weight.requires_grad or bias.requires_grad)):
+        fast = ("layernorm", x.shape, x.dtype, x.get_device())
+        if fast in _op_only and _monotonic() - _file_state[0] < _dispatch.RECHECK_S:
+            return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
     how = _elsewhere(x, weight, bias)
     shape, dtype = x.shape, x.dtype
     ours = len(shape) == 2 and dtype in _DTYPES["layernorm"]
     if how == GRAPH and ours:
         return _REGISTERED["layernorm"](x, weight, bias, eps, tuned_state())
     if how is None and ours:
-        launch = plan("layernorm", dtype, tuple(shape), x.get_device())
+        sizes, device = tuple(shape), x.get_device()
+        launch = plan("layernorm", dtype, sizes, device)
         if (launch is not None and weight.dtype == bias.dtype == dtype
                 and weight.shape == bias.shape == (shape[1],)):
             return launch(x, weight, bias, eps)
+        _remember(fast, "layernorm", dtype, sizes, device)
+    elif how is None:
+        _remember(fast)
     return F.layer_norm(x, (shape[-1],), weight, bias, eps)
 
 
@@ -426,15 +414,24 @@ def _rope_takes(q, k, cos, sin) -> bool:
 
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x + y for contiguous tensors of one shape and dtype (any number of dims)."""
+    fast = None  # the fast path (above _remember)
+    if not _compiling() and not (_grad_enabled() and (x.requires_grad or y.requires_grad)):
+        fast = ("add", x.shape, x.dtype, x.get_device())
+        if fast in _op_only and _monotonic() - _file_state[0] < _dispatch.RECHECK_S:
+            return torch.add(x, y)
     how = _elsewhere(x, y)
     dtype = x.dtype
     if how == GRAPH and dtype in _DTYPES["add"]:
         return _REGISTERED["add"](x, y, tuned_state())
     if how is None and dtype in _DTYPES["add"]:
-        launch = plan("add", dtype, (x.numel(),), x.get_device())
+        sizes, device = (x.numel(),), x.get_device()
+        launch = plan("add", dtype, sizes, device)
         if (launch is not None and x.shape == y.shape and y.dtype == dtype
                 and x.is_contiguous() and y.is_contiguous()):
             return launch(x, y)
+        _remember(fast, "add", dtype, sizes, device)
+    elif how is None:
+        _remember(fast)
     return torch.add(x, y)
 
 

@@ -538,3 +538,29 @@ def test_ops_addmm_is_torch_addmm_where_the_op_runs_and_the_kernel_plus_bias_whe
         torch.testing.assert_close(ops.addmm(bias, a, b), ref, rtol=1e-4, atol=1e-4)
     assert (ops.bound_launch("matmul", a.dtype, (M, N, K), a.get_device()) is not None) == tuned_here
     assert len(called) == (0 if tuned_here else 2)
+
+
+def test_a_call_known_to_run_the_op_skips_the_decision_until_the_configs_change(
+        tmp_path, monkeypatch, device):
+    """The fast path: once a shape's plan is the PyTorch op both eagerly and captured, its
+    next calls go straight to the op (no plan); the configs are still looked at once every
+    RECHECK_S, and a winner written for the shape is then taken up.
+    TEST DATA: matmul fp32 at 40x32x24, tlab's kernel 2x the op, written after the first calls."""
+    gen = torch.Generator(device=device).manual_seed(3)
+    a = torch.randn(40, 24, generator=gen, device=device)
+    b = torch.randn(24, 32, generator=gen, device=device)
+    fast = ("matmul", a.shape, b.shape, a.dtype, b.dtype, a.get_device())
+    with ops_reading(monkeypatch, tmp_path, recheck=False):
+        torch.testing.assert_close(ops.matmul(a, b), a @ b)  # no configs: decided, the op
+        assert fast in dispatch.op_only
+        planned = []
+        real_plan = ops.plan
+        monkeypatch.setattr(ops, "plan", lambda *args: planned.append(args) or real_plan(*args))
+        torch.testing.assert_close(ops.matmul(a, b), a @ b)
+        assert planned == []  # straight to the op
+        write_winners(tmp_path / SLUG / "matmul.csv",
+                      [winner("40x32x24", A, dtype="fp32", p50_ms=1.0, op_p50_ms=2.0)])
+        dispatch._file_state[0] -= 2 * dispatch.RECHECK_S  # as if RECHECK_S had passed
+        torch.testing.assert_close(ops.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
+        assert len(planned) == 1 and fast not in dispatch.op_only
+        assert ops.bound_launch("matmul", torch.float32, (40, 32, 24), a.get_device())

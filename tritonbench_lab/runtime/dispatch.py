@@ -259,6 +259,9 @@ def _sizes_of(kernel: str, shape) -> tuple[int, ...]:
 
 _plans: dict[tuple, tuple] = {}  # key -> (eager, captured): a bound launch, or None for the op
 _compiled: dict[tuple, tuple] = {}  # key -> (in a compiled graph, and captured): tlab's kernel?
+# ops.py's keys of calls known to run the PyTorch op eagerly and captured alike: such a call
+# skips the decision (op_everywhere). Forgotten with the plans.
+op_only: set = set()
 _slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
 _file_state: list = [0.0, None]  # [when last looked at, the default configs folder then]
 _folders: dict[Path, tuple] = {}  # each folder choices were made from -> its files' mtimes
@@ -268,6 +271,7 @@ def clear() -> None:
     """Forget every choice (they are made again on the next calls)."""
     _plans.clear()
     _compiled.clear()
+    op_only.clear()
     _slugs.clear()
     _folders.clear()
     _file_state[:] = [0.0, None]
@@ -290,12 +294,25 @@ def _configs_changed(now: float) -> None:
     if changed:
         _plans.clear()
         _compiled.clear()
+        op_only.clear()
 
 
 def _key(kernel: str, dtype, sizes: tuple[int, ...], device: int,
          directory: Path | None = None) -> tuple:
     return (kernel, dtype, sizes, device) if directory is None else (
         kernel, dtype, sizes, device, directory)
+
+
+def op_everywhere(kernel: str, dtype, sizes: tuple[int, ...], device: int) -> bool:
+    """Whether ops' plan for this call (made: plan) is the PyTorch op, eagerly and captured."""
+    pair = _plans.get((kernel, dtype, sizes, device))
+    return pair is not None and pair[0] is None and pair[1] is None
+
+
+def fresh() -> bool:
+    """Whether the configs were looked at within RECHECK_S (plan looks again after it): a call
+    may then skip the decision where op_only knows it."""
+    return _monotonic() - _file_state[0] < RECHECK_S
 
 
 def in_compiled_graph(kernel: str, dtype, sizes: tuple[int, ...], device: int,
