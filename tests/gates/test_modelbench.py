@@ -119,3 +119,16 @@ def test_the_block_with_tlabs_ops_compiles_without_a_graph_break():
     (runtime/library.py) keep the whole block one graph."""
     assert mb.graph_breaks(TINY, LOADS[0], torch.float32, "cpu") == 0
     assert mb.graph_breaks(TINY, LOADS[1], torch.float32, "cpu") == 0
+
+
+def test_the_weights_tables_and_cache_are_kept_in_place_for_cuda_graphs():
+    """A CUDA graph reads a static input where it is; any other it copies at every replay:
+    a model's weights (the prepared head's buffers too) and a decode loop's cache are static."""
+    load = LOADS[1]
+    w = mb.prepared(mb.weights(TINY, torch.float32, "cpu"))
+    inputs = mb.make_inputs(TINY, load, torch.float32, "cpu")
+    mb.keep_in_place(w, inputs)
+    static = [*(t for k, t in w.items() if k != "head"), *w["head"].buffers(), inputs.cos,
+              inputs.sin, inputs.k_cache, inputs.v_cache]
+    assert all(getattr(t, "_dynamo_static_input_type", None) for t in static)
+    assert getattr(inputs.x, "_dynamo_static_input_type", None) is None  # the step's input
