@@ -207,7 +207,7 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                        f"in a CUDA graph {'tlab' if wins else 'the op'}")
     config = parse_config_text(row.config) if wins or eager_wins else None
     baseline = row.baseline_p50_ms / row.p50_ms if row.baseline_p50_ms else None
-    fused, fused_reason = _in_compiled_graph(kernel, speedup, baseline, found.exact)
+    fused, fused_reason = _compiled_rule(kernel, speedup, baseline, found.exact)
     reason += fused_reason
     return Choice(kernel, name, shape, TRITON if eager_wins else TORCH_OP, config, row.shape,
                   speedup, reason, TRITON if wins else TORCH_OP, eager,
@@ -216,7 +216,7 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                   TRITON if wins and fused else TORCH_OP)
 
 
-def _in_compiled_graph(kernel: str, speedup: float, baseline: float | None,
+def _compiled_rule(kernel: str, speedup: float, baseline: float | None,
                        exact: bool) -> tuple[bool, str]:
     """Whether the kernel's GPU time earns it a place inside a compiled graph (FUSED_MARGIN),
     and the reason's words for it; the eager or captured rule must hold as well."""
@@ -307,12 +307,6 @@ def op_everywhere(kernel: str, dtype, sizes: tuple[int, ...], device: int) -> bo
     """Whether ops' plan for this call (made: plan) is the PyTorch op, eagerly and captured."""
     pair = _plans.get((kernel, dtype, sizes, device))
     return pair is not None and pair[0] is None and pair[1] is None
-
-
-def fresh() -> bool:
-    """Whether the configs were looked at within RECHECK_S (plan looks again after it): a call
-    may then skip the decision where op_only knows it."""
-    return _monotonic() - _file_state[0] < RECHECK_S
 
 
 def in_compiled_graph(kernel: str, dtype, sizes: tuple[int, ...], device: int,
