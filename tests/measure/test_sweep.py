@@ -132,8 +132,16 @@ def test_second_identical_run_measures_nothing_new(softmax_run, tmp_path):
     result = sweep(*SOFTMAX, "--space", str(space), out=out)
     assert result.returncode == 0, result.stderr
     assert path.read_bytes() == before
-    assert "7 task(s) already measured" in said(result)
+    assert "4 task(s) already measured" in said(result)  # the config and 3 baselines
+    assert "3 config(s) pruned by an earlier run" in said(result)
     assert "Nothing new to measure" in said(result)
+    # --fresh measures again, yet a pruning rule is not a measurement: not recorded again,
+    # and not reported as measured
+    fresh = sweep(*SOFTMAX, "--space", str(space), "--fresh", *TORCH_ONLY, out=out)
+    assert fresh.returncode == 0, fresh.stderr
+    assert "already measured" not in said(fresh)
+    assert "3 config(s) pruned by an earlier run" in said(fresh)
+    assert sum(r.status == SKIPPED for r in load_records(path)) == 3
 
 
 def test_a_sweep_killed_while_confirming_confirms_the_shape_whole_when_resumed(

@@ -325,6 +325,9 @@ def _run_with_progress(request, console: Console):
     if result.already_done:
         console.print(f"{result.already_done} task(s) already measured in "
                       f"{result.results_file} were skipped (use --fresh to measure again).")
+    if result.pruned_before:  # even with --fresh: a pruning rule is not a measurement
+        console.print(f"{result.pruned_before} config(s) pruned by an earlier run were not "
+                      "recorded again (their skipped rows say why).")
 
     mine = [r for r in result.records if r.run_id == result.run_id]
     contended = sum(r.phase == CONTEND for r in mine)

@@ -119,10 +119,11 @@ class SweepResult:
     results_file: Path
     configs_file: Path
     measured: int
-    already_done: int
+    already_done: int  # measured by an earlier run, not again (none with --fresh)
     records: list[Record]  # every row of the results file after the run
     winners: list[Winner]
     shapes: list[ShapeTally] = dataclasses.field(default_factory=list)  # in the plan's order
+    pruned_before: int = 0  # configs pruned alike by an earlier run, not recorded again
 
 
 class _Run:
@@ -421,8 +422,10 @@ def run_sweep(request: SweepRequest, events: SweepEvents | None = None) -> Sweep
         for device in devices:
             device.stop()
     shapes = [run.tallies[(d, str(request.spec.shape(*sizes)))] for d, sizes in by_shape(planned)]
+    pruned_before = sum(bool(p.skip_reason) and run.recorded(p) for p in planned)
     return SweepResult(run.run_id, results_file, request.configs_file, len(run.records),
-                       len(planned) - len(todo), all_rows, winners, shapes)
+                       len(planned) - len(todo) - pruned_before, all_rows, winners, shapes,
+                       pruned_before)
 
 
 def start_pool(request: SweepRequest, tasks: list[Task],
