@@ -52,9 +52,14 @@ def test_a_new_signature_goes_through_triton_once(recorded):
     assert metadata[0] == metadata[2] != metadata[1] == metadata[3]
 
 
-def test_tensor_descriptors_go_through_triton_every_time(recorded):
-    assert [r["through_triton"] for r in recorded["matmul"]["tma"]] == [
-        ["matmul_tma_kernel"], ["matmul_tma_kernel"]]
+def test_tensor_descriptors_take_the_short_way_from_the_second_call(recorded):
+    first, second = recorded["matmul"]["tma"]
+    assert [first["through_triton"], second["through_triton"]] == [["matmul_tma_kernel"], []]
+    assert [_without_hooks(c) for c in second["launches"]] == [
+        _without_hooks(c) for c in first["launches"]]
+    descriptors = [a for a in second["launches"][0] if isinstance(a, list) and a
+                   and a[0] == "descriptor"]
+    assert len(descriptors) == 3  # a, b and out, handed over as Triton hands them
 
 
 def test_a_signature_is_at_least_as_fine_as_tritons_specialization():
@@ -67,6 +72,11 @@ def test_a_signature_is_at_least_as_fine_as_tritons_specialization():
     values = [0, 1, 2, 15, 16, 17, 32, -1, -16, 2**31 - 1, 2**31, 2**40, 2**63, -2**31 - 1,
               True, False, 0.5, 2.0, None, t, t[1:], t[4:], t.to(torch.bfloat16),
               t.to(torch.bfloat16)[1:], t.view(8, 8), t.view(8, 8).T]
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    m = torch.randn(64, 64)
+    values += [TensorDescriptor.from_tensor(x, block) for x in (m, m[:32], m[:, :32],
+               m.to(torch.bfloat16)) for block in ([16, 16], [32, 16])]
     for a in values:
         for b in values:
             if launching._kind(a) == launching._kind(b):
@@ -98,6 +108,31 @@ def test_gpu_the_short_way_computes_what_the_reference_does(kernel):
         runs = [vars(fn)["run"] for fn in launching.kernels_of(spec.launch)]
         assert any(run.kept for run in runs)  # the second went the short way
     finally:  # the other tests launch as configured
+        for fn in given:
+            del fn.run
+
+
+@pytest.mark.gpu
+def test_gpu_tensor_descriptors_the_short_way_compute_what_the_reference_does():
+    """matmul's persistent kernel (host-side tensor descriptors): new descriptors each call,
+    the second launched the short way, both right."""
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.measure.verify import as_outputs, check, poison
+
+    spec = get_spec("matmul")
+    given = launching.install_for(spec.launch)
+    try:
+        inputs = spec.make_inputs(spec.shape(200, 136, 72), torch.float16, "cuda", 0)  # ragged
+        config = {**spec.space.complete(spec.space.default), "TMA": 1}
+        reference = spec.reference(inputs)
+        for _ in range(2):
+            result = as_outputs(spec.launch(inputs, config, poison(spec.allocate_outputs(inputs))))
+            torch.cuda.synchronize()
+            verdict = check(result, reference, spec.tolerance[torch.float16])
+            assert verdict.ok, verdict.detail
+        runs = [vars(fn)["run"] for fn in launching.kernels_of(spec.launch)]
+        assert any(run.kept for run in runs)
+    finally:
         for fn in given:
             del fn.run
 

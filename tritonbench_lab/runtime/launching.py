@@ -23,8 +23,11 @@ a constexpr parameter's exact value). The first call of a signature goes through
 keeps the compiled kernel Triton returns; later calls of that signature call its launcher
 directly with what Triton would pass: the positional arguments, then every other parameter
 from the keyword arguments or its default. Anything else goes through Triton: a warm-up, a
-grid that is a function, an argument of another type (a tensor descriptor), a keyword
-argument that is not a plain value, launch or pre-run hooks.
+grid that is a function, an argument of another type, a keyword argument that is not a plain
+value, launch or pre-run hooks. A host-side tensor descriptor (matmul's persistent kernel)
+counts by its tensor's dtype, its block shape and options, finer than Triton's
+`tensordesc<dtype[block]>`: its shape, strides and address are read by the launcher, which
+builds the TMA descriptor at every launch either way.
 """
 
 from __future__ import annotations
@@ -74,7 +77,24 @@ def _kind(value, _tensor=torch.Tensor, _int=int, _float=float, _bool=bool):
         return kind
     if isinstance(value, _tensor):  # a subclass (nn.Parameter)
         return (value.dtype, not value.data_ptr() & 15)
+    if kind is _descriptor_type():  # Triton: tensordesc<dtype[block]>; the rest is runtime
+        return (kind, value.base.dtype, tuple(value.block_shape),
+                getattr(value, "padding", None), getattr(value, "round_f32_to_tf32", None))
     return _OTHER
+
+
+def _descriptor_type():
+    """Triton's host-side TensorDescriptor class (None where this Triton has none)."""
+    if not _descriptor:
+        try:
+            from triton.tools.tensor_descriptor import TensorDescriptor  # late: TRITON_INTERPRET
+        except ImportError:
+            TensorDescriptor = None
+        _descriptor.append(TensorDescriptor)
+    return _descriptor[0]
+
+
+_descriptor: list = []
 
 
 def _exact(value):
