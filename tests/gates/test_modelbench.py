@@ -108,10 +108,23 @@ def test_every_variant_is_checked_and_timed_with_and_without_the_head(tmp_path, 
     assert notes == {"tlab compiled": ran, "tlab compiled, no head": ran}
 
 
+def test_a_variant_and_its_counterpart_are_timed_in_turns(monkeypatch):
+    """Each pair's calls alternate (torch, tlab, torch, ...), each variant's time the median
+    of its ROUNDS: with a clock that only grows, timing one after the other would give the
+    first the smaller median."""
+    clock = iter(range(1, 1000))
+    rows = mb.measure(TINY, LOADS[1], torch.float32, "cpu", False,
+                      lambda fn: float(next(clock)))
+    ms = {r.variant: r.ms for r in rows}
+    turns = 2 * mb.ROUNDS  # calls of one pair
+    assert [ms["torch eager"], ms["tlab eager"]] == [3.0, 4.0]  # of 1 3 5 and 2 4 6
+    assert [ms["torch compiled"], ms["tlab compiled"]] == [turns + 3.0, turns + 4.0]
+
+
 def test_host_time_is_the_time_to_issue_a_call():
     calls = []
-    ms = mb.host_time(lambda: calls.append(time.sleep(0.002)), calls=5)
-    assert len(calls) == 6 and 2.0 <= ms < 50.0  # one call before the clock starts
+    ms = mb.host_time(lambda: calls.append(time.sleep(0.002)), calls=5, rounds=2)
+    assert len(calls) == 11 and 2.0 <= ms < 50.0  # one call before the clock starts
 
 
 def test_the_block_with_tlabs_ops_compiles_without_a_graph_break():

@@ -13,14 +13,16 @@ layernorm, addmm, rope, matmul_gelu, add; the LM head through prepare_linear). E
 eagerly and compiled (torch.compile), and compiled with CUDA graphs
 (mode="reduce-overhead"), the weights, tables and KV cache kept in place (keep_in_place).
 Every variant's output is checked against the same block run in float64 with the torch op
-set, then timed with do_bench (GPU only), and its host time per call taken (host_time: at
-the GPU time or above, the variant waits on its host). Speed targets are judged here and
+set, then timed with do_bench (GPU only) in turns with its PyTorch counterpart (ROUNDS
+times, the median), and its host time per call taken (host_time: at the GPU time or above,
+the variant waits on its host). Speed targets are judged here and
 printed, never in tests.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -260,9 +262,14 @@ def keep_in_place(w: dict, inputs: Inputs) -> None:
 
 
 def variants(graphs: bool) -> list[Variant]:
+    return [v for pair in pairs(graphs) for v in pair]
+
+
+def pairs(graphs: bool) -> list[tuple[Variant, Variant]]:
+    """Each way of running the block with the PyTorch ops, then with tlab's: timed in turns."""
     ways = [(False, False), (True, False)] + ([(True, True)] if graphs else [])
-    return [Variant(op, compiled, with_graphs, head) for head in (True, False)
-            for compiled, with_graphs in ways for op in OP_SETS]
+    return [tuple(Variant(op, compiled, with_graphs, head) for op in OP_SETS)
+            for head in (True, False) for compiled, with_graphs in ways]
 
 
 def error_of(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -285,19 +292,28 @@ class Timed:
     host_ms: float | None = None  # the host's time to issue one call (host_time); not taken
 
 
-def host_time(fn: Callable[[], object], calls: int = 20) -> float:
-    """The host's time in ms to issue one call of `fn` (GPU work queued, not waited for):
-    where it reaches the call's GPU time, the variant is host-bound and its time is the
-    host's. A few calls only, so that the launches stay within the GPU's queue."""
+ROUNDS = 3  # each pair timed in turns this many times; a variant's time is its median
+HOST_CALLS, HOST_ROUNDS = 5, 5
+
+
+def host_time(fn: Callable[[], object], calls: int = HOST_CALLS,
+              rounds: int = HOST_ROUNDS) -> float:
+    """The host's time in ms to issue one call of `fn` (GPU work queued, not waited for): the
+    least over `rounds` of `calls` calls, each round from an idle GPU. Where it reaches the
+    call's GPU time, the variant is host-bound and its time is the host's. Few calls a
+    round: a block queues tens of launches a call, and once the GPU's queue of launches is
+    full the host waits for the GPU, which would count GPU time as host time."""
     sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
     fn()
+    best = math.inf
+    for _ in range(rounds):
+        sync()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, time.perf_counter() - start)
     sync()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = time.perf_counter() - start
-    sync()
-    return elapsed / calls * 1e3
+    return best / calls * 1e3
 
 
 def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graphs: bool,
@@ -305,32 +321,59 @@ def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graph
             progress: Callable[[str], None] = lambda _: None,
             host: Callable[[Callable[[], object]], float] | None = None) -> list[Timed]:
     """Every variant of one width and workload: checked against float64, then timed (and
-    its host time taken by `host`, where given). Each compiled variant starts from a reset
-    compiler (torch._dynamo.reset, which also drops the CUDA graph trees), so that one that
-    fails leaves nothing behind for the next."""
+    its host time taken by `host`, where given). A variant and its PyTorch counterpart are
+    built together and timed in turns, ROUNDS times (their median), so that a drift of the
+    GPU's clock or of the host between them does not count as either's. Each pair of
+    compiled variants starts from a reset compiler (torch._dynamo.reset, which also drops
+    the CUDA graph trees), so that one that fails leaves nothing behind for the next."""
     w64, inputs64 = weights(width, torch.float64, device), make_inputs(width, load, torch.float64,
                                                                        device)
     refs = {head: block(TorchOps, w64, width, inputs64, head) for head in (True, False)}
     w, inputs = prepared(weights(width, dtype, device)), make_inputs(width, load, dtype, device)
     keep_in_place(w, inputs)
     found = []
-    for variant in variants(graphs):
-        progress(f"{width.name} {load.name}: {variant.name}")
-        if variant.compiled:
+    for pair in pairs(graphs):
+        if pair[0].compiled:
             torch._dynamo.reset()
-        try:
-            run = variant.build(w, width)
-            library.opaque_calls.clear()
-            error = error_of(run(inputs), refs[variant.head])
-            nodes = _tlab_nodes(variant)
-            ms = bench(lambda run=run: run(inputs))
-            host_ms = None if host is None else host(lambda run=run: run(inputs))
-        except Exception as err:  # noqa: BLE001 - a variant that fails is a row, not a stop
-            found.append(Timed(width.name, load.name, variant.name, None, None,
-                               f"{type(err).__name__}: {err}".splitlines()[0][:200]))
-            continue
-        found.append(Timed(width.name, load.name, variant.name, ms, error, nodes, host_ms))
+        built, failed = {}, {}
+        for variant in pair:
+            progress(f"{width.name} {load.name}: {variant.name}")
+            try:
+                run = variant.build(w, width)
+                library.opaque_calls.clear()
+                error = error_of(run(inputs), refs[variant.head])
+                built[variant] = (lambda run=run: run(inputs), error, _tlab_nodes(variant))
+            except Exception as err:  # noqa: BLE001 - a variant that fails is a row, not a stop
+                failed[variant] = _failure(err)
+        times = _in_turns({v: call for v, (call, _, _) in built.items()}, bench, failed)
+        for variant in pair:
+            if variant in failed:
+                found.append(Timed(width.name, load.name, variant.name, None, None,
+                                   failed[variant]))
+                continue
+            call, error, nodes = built[variant]
+            found.append(Timed(width.name, load.name, variant.name, times[variant], error,
+                               nodes, None if host is None else host(call)))
     return found + measure_head(width, load, w, inputs, bench)
+
+
+def _in_turns(calls: dict, bench: Callable[[Callable[[], object]], float],
+              failed: dict) -> dict:
+    """Each call's median time over ROUNDS rounds of the calls in turns; one whose timing
+    fails goes to `failed` with the reason."""
+    times: dict = {v: [] for v in calls}
+    for _ in range(ROUNDS):
+        for variant, call in calls.items():
+            if variant not in failed:
+                try:
+                    times[variant].append(bench(call))
+                except Exception as err:  # noqa: BLE001 - a variant that fails is a row
+                    failed[variant] = _failure(err)
+    return {v: statistics.median(t) for v, t in times.items() if v not in failed}
+
+
+def _failure(err: Exception) -> str:
+    return f"{type(err).__name__}: {err}".splitlines()[0][:200]
 
 
 def _tlab_nodes(variant: Variant) -> str:
