@@ -19,6 +19,8 @@
 #   bash lab/gpu_plan.sh followup       # the H100 after models and gates: softmax fp32
 #                                       #   8192x65536 swept whole, host-times, a fourth check,
 #                                       #   model-bench (with host times) and ops-bench again
+#   bash lab/gpu_plan.sh turns          # model-bench x4, each variant timed in turns with its
+#                                       #   PyTorch counterpart
 #   bash lab/gpu_plan.sh models gates   # several plans: their steps in that order (a step
 #                                       #   of the same name runs once)
 #
@@ -34,7 +36,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, portability or models" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, portability or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -93,6 +95,17 @@ case "$plan" in
     "mb2-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb2-1b-decode.md"
     "mb2-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb2-7b-decode.md"
     "ops-bench-2|200|ops-bench --out $ROOT/logs/ops-bench-2.md") ;;
+  turns) STEPS+=(
+    # issue 51: model-bench with each variant timed in turns with its counterpart (3 rounds)
+    "mb3-1b-prefill|90|model-bench --width 1b --workload prefill --out $ROOT/logs/mb3-1b-prefill.md"
+    "mb3-7b-prefill|90|model-bench --width 7b --workload prefill --out $ROOT/logs/mb3-7b-prefill.md"
+    "mb3-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb3-1b-decode.md"
+    "mb3-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb3-7b-decode.md") ;;
+  rule) STEPS+=(  # the same after FUSED_MARGIN held for matmuls too
+    "mb4-7b-prefill|60|model-bench --width 7b --workload prefill --out $ROOT/logs/mb4-7b-prefill.md"
+    "mb4-1b-prefill|70|model-bench --width 1b --workload prefill --out $ROOT/logs/mb4-1b-prefill.md"
+    "mb4-1b-decode|60|model-bench --width 1b --workload decode --out $ROOT/logs/mb4-1b-decode.md"
+    "mb4-7b-decode|60|model-bench --width 7b --workload decode --out $ROOT/logs/mb4-7b-decode.md") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(
@@ -105,7 +118,7 @@ case "$plan" in
     "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
     "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
-  *) echo "unknown plan $plan: sweeps, gates, followup, portability or models" >&2; exit 2 ;;
+  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, portability or models" >&2; exit 2 ;;
 esac
 done
 
