@@ -70,7 +70,6 @@ from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public d
     eager_time,
     explain,
     in_compiled_graph,
-    op_everywhere,
     plan,
     tuned_state,
     work_ratio,
@@ -106,16 +105,12 @@ _monotonic, _file_state, _op_only = time.monotonic, _dispatch._file_state, _disp
 
 # The fast path, inlined at the top of each op (a function call costs host time): a call's
 # key (the op's name and what its decision reads from the inputs; none under autograd or
-# compile) found in op_only, with the configs looked at within RECHECK_S, goes straight to
-# the PyTorch op; _remember puts the key there once the op's plan says so.
+# compile) found in op_only, with the configs looked at within RECHECK_S and no CUDA graph
+# being captured where that matters, goes straight to the PyTorch op; _remember puts the key
+# there once the op's plan says so (dispatch.remember).
 
 
-def _remember(fast: tuple | None, kernel: str | None = None, dtype=None, sizes=None,
-              device=None) -> None:
-    """After a call that ran the PyTorch op: let the next calls of `fast` skip the decision
-    where the plan says the op both eagerly and captured (kernel None: no kernel applies)."""
-    if fast is not None and (kernel is None or op_everywhere(kernel, dtype, sizes, device)):
-        _op_only.add(fast)
+_remember = _dispatch.remember  # after a call that ran the PyTorch op
 
 
 @contextlib.contextmanager
@@ -215,8 +210,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
     fast = None  # the fast path (above _remember): where the op is known to run
     if not _compiling() and not (_grad_enabled() and (a.requires_grad or b.requires_grad)):
         fast = ("matmul", a.shape, b.shape, a.dtype, b.dtype, a.get_device())
-        if (out is None and fast in _op_only
-                and _monotonic() - _file_state[0] < _dispatch.RECHECK_S):
+        if out is None and (asks := _op_only.get(fast)) is not None and (
+                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
             return torch.matmul(a, b)
     how = _elsewhere(a, b)
     sa, sb, dtype = a.shape, b.shape, a.dtype  # each read once: every read builds an object
@@ -246,7 +241,8 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if not _compiling() and not (_grad_enabled() and (
             bias.requires_grad or a.requires_grad or b.requires_grad)):
         fast = ("addmm", a.shape, b.shape, a.dtype, b.dtype, bias.dtype, a.get_device())
-        if fast in _op_only and _monotonic() - _file_state[0] < _dispatch.RECHECK_S:
+        if (asks := _op_only.get(fast)) is not None and (
+                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
             return torch.addmm(bias, a, b)
     how = _elsewhere(bias, a, b)
     sa, sb, dtype = a.shape, b.shape, a.dtype
@@ -300,8 +296,8 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     fast = None  # the fast path (above _remember)
     if not _compiling() and not (_grad_enabled() and x.requires_grad):
         fast = ("softmax", x.shape, x.dtype, x.get_device())
-        if (out is None and fast in _op_only
-                and _monotonic() - _file_state[0] < _dispatch.RECHECK_S):
+        if out is None and (asks := _op_only.get(fast)) is not None and (
+                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
             return torch.softmax(x, -1)
     how = _elsewhere(x)
     shape, dtype = x.shape, x.dtype
@@ -335,7 +331,8 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
     if residual is None and not _compiling() and not (_grad_enabled() and (
             x.requires_grad or weight.requires_grad)):
         fast = ("rmsnorm", x.shape, x.dtype, weight.dtype, x.get_device())
-        if fast in _op_only and _monotonic() - _file_state[0] < _dispatch.RECHECK_S:
+        if (asks := _op_only.get(fast)) is not None and (
+                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
             return F.rms_norm(x, (x.shape[-1],), weight, eps)
     how = _elsewhere(x, weight, residual)
     shape, dtype = x.shape, x.dtype
@@ -367,7 +364,8 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     if not _compiling() and not (_grad_enabled() and (
             x.requires_grad or weight.requires_grad or bias.requires_grad)):
         fast = ("layernorm", x.shape, x.dtype, x.get_device())
-        if fast in _op_only and _monotonic() - _file_state[0] < _dispatch.RECHECK_S:
+        if (asks := _op_only.get(fast)) is not None and (
+                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
             return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
     how = _elsewhere(x, weight, bias)
     shape, dtype = x.shape, x.dtype
@@ -417,7 +415,8 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     fast = None  # the fast path (above _remember)
     if not _compiling() and not (_grad_enabled() and (x.requires_grad or y.requires_grad)):
         fast = ("add", x.shape, x.dtype, x.get_device())
-        if fast in _op_only and _monotonic() - _file_state[0] < _dispatch.RECHECK_S:
+        if (asks := _op_only.get(fast)) is not None and (
+                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
             return torch.add(x, y)
     how = _elsewhere(x, y)
     dtype = x.dtype

@@ -6,6 +6,7 @@ import os
 
 import pytest
 import torch
+import torch.nn.functional as F
 from helpers.backend import INTERPRETING
 from helpers.fixture_results import winner, write_winners
 from helpers.ops_state import ops_reading
@@ -542,6 +543,50 @@ def test_ops_addmm_is_torch_addmm_where_the_op_runs_and_the_kernel_plus_bias_whe
         torch.testing.assert_close(ops.addmm(bias, a, b), ref, rtol=1e-4, atol=1e-4)
     assert (ops.bound_launch("matmul", a.dtype, (M, N, K), a.get_device()) is not None) == tuned_here
     assert len(called) == (0 if tuned_here else 2)
+
+
+def test_the_fast_path_asks_about_a_capture_only_where_the_kernel_runs_captured():
+    """op_eagerly: nothing to ask where the op runs captured too (or on the CPU, never
+    captured); where tlab's kernel runs captured, whether the stream is capturing; no fast
+    path while the eager plan is tlab's kernel or not made yet."""
+    launch = object()
+    key = ("layernorm", torch.float32, (1, 3072))
+    try:
+        for device, pair, asks in [
+                (0, (None, None), dispatch.never),
+                (0, (None, launch), torch.cuda.is_current_stream_capturing),
+                (-1, (None, launch), dispatch.never),
+                (0, (launch, launch), None), (0, (launch, None), None)]:
+            dispatch._plans[(*key, device)] = pair
+            assert dispatch.op_eagerly(*key, device) is asks, (device, pair)
+        assert dispatch.op_eagerly(*key, 5) is None  # no plan made for device 5
+    finally:
+        dispatch.clear()
+
+
+def test_a_fast_call_that_must_ask_takes_the_decision_while_a_graph_is_captured(
+        tmp_path, monkeypatch, device):
+    """A key whose check says a graph is being captured goes through the decision (plan),
+    which picks the captured launch; otherwise straight to the op."""
+    gen = torch.Generator(device=device).manual_seed(3)
+    x = torch.randn(3, 40, generator=gen, device=device)
+    w, b = torch.randn(40, generator=gen, device=device), torch.randn(40, generator=gen,
+                                                                      device=device)
+    fast = ("layernorm", x.shape, x.dtype, x.get_device())
+    expected = F.layer_norm(x, (40,), w, b)
+    with ops_reading(monkeypatch, tmp_path, recheck=False):
+        torch.testing.assert_close(ops.layernorm(x, w, b), expected)
+        assert dispatch.op_only[fast] is dispatch.never  # no configs: the op everywhere
+        planned = []
+        real_plan = ops.plan
+        monkeypatch.setattr(ops, "plan", lambda *args: planned.append(args) or real_plan(*args))
+        capturing = []
+        dispatch.op_only[fast] = lambda: capturing.append(1) or True  # as if capturing
+        torch.testing.assert_close(ops.layernorm(x, w, b), expected)
+        assert capturing == [1] and len(planned) == 1
+        dispatch.op_only[fast] = lambda: capturing.append(2) or False
+        torch.testing.assert_close(ops.layernorm(x, w, b), expected)
+        assert capturing == [1, 2] and len(planned) == 1  # straight to the op
 
 
 def test_a_call_known_to_run_the_op_skips_the_decision_until_the_configs_change(

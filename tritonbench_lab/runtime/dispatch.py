@@ -257,9 +257,9 @@ def _sizes_of(kernel: str, shape) -> tuple[int, ...]:
 
 _plans: dict[tuple, tuple] = {}  # key -> (eager, captured): a bound launch, or None for the op
 _compiled: dict[tuple, tuple] = {}  # key -> (in a compiled graph, and captured): tlab's kernel?
-# ops.py's keys of calls known to run the PyTorch op eagerly and captured alike: such a call
-# skips the decision (op_everywhere). Forgotten with the plans.
-op_only: set = set()
+# ops.py's keys of calls known to run the PyTorch op eagerly -> what such a call asks before
+# it skips the decision (op_eagerly). Forgotten with the plans.
+op_only: dict = {}
 _slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
 _file_state: list = [0.0, None]  # [when last looked at, the default configs folder then]
 _folders: dict[Path, tuple] = {}  # each folder choices were made from -> its files' mtimes
@@ -301,10 +301,30 @@ def _key(kernel: str, dtype, sizes: tuple[int, ...], device: int,
         kernel, dtype, sizes, device, directory)
 
 
-def op_everywhere(kernel: str, dtype, sizes: tuple[int, ...], device: int) -> bool:
-    """Whether ops' plan for this call (made: plan) is the PyTorch op, eagerly and captured."""
+def op_eagerly(kernel: str, dtype, sizes: tuple[int, ...], device: int
+               ) -> Callable[[], bool] | None:
+    """For ops' fast path: None unless ops' plan for this call (made: plan) is the PyTorch op
+    eagerly; else whether a call must still take the decision: never where the op runs in a
+    CUDA graph too, else while the current stream captures one (tlab's kernel runs there)."""
     pair = _plans.get((kernel, dtype, sizes, device))
-    return pair is not None and pair[0] is None and pair[1] is None
+    if pair is None or pair[0] is not None:
+        return None
+    return never if pair[1] is None or device < 0 else torch.cuda.is_current_stream_capturing
+
+
+def never() -> bool:
+    return False
+
+
+def remember(fast: tuple | None, kernel: str | None = None, dtype=None, sizes=None,
+             device=None) -> None:
+    """ops' fast path, after a call that ran the PyTorch op: let the next calls of `fast`
+    skip the decision where the plan says the op eagerly (kernel None: no kernel applies),
+    with what they ask first (op_eagerly)."""
+    if fast is not None:
+        asks = never if kernel is None else op_eagerly(kernel, dtype, sizes, device)
+        if asks is not None:
+            op_only[fast] = asks
 
 
 def in_compiled_graph(kernel: str, dtype, sizes: tuple[int, ...], device: int,
