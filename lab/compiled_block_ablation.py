@@ -6,6 +6,7 @@ kernel kept out in turn (ops.in_compiled_graph patched to say no for it, so the 
 the PyTorch op there), each timed in turns with the block compiled with torch's ops.
 
     PYTHONPATH=. python3 lab/compiled_block_ablation.py 7b "prefill 1x2048" [plain]
+    PYTHONPATH=. python3 lab/compiled_block_ablation.py 1b prefill_8x512   # "_" for " "
 """
 
 import statistics
@@ -25,7 +26,7 @@ KERNELS = ("matmul", "matmul_gelu", "layernorm", "rope")
 
 def main(width_name: str, load_name: str, mode: str = "graphs") -> None:
     width = mb.WIDTHS[width_name]
-    load = next(w for w in mb.WORKLOADS if w.name == load_name)
+    load = next(w for w in mb.WORKLOADS if w.name == load_name.replace("_", " "))
     w = mb.prepared(mb.weights(width, torch.bfloat16, "cuda"))
     inputs = mb.make_inputs(width, load, torch.bfloat16, "cuda")
     mb.keep_in_place(w, inputs)
