@@ -1,5 +1,6 @@
 """Lab probe, not part of the product (nothing imports it): host time of one launch of tlab's
-layernorm on this machine's CPU, no GPU needed, through Triton's JITFunction.run and the
+layernorm, and of its persistent (tensor-descriptor) matmul, on this machine's CPU, no GPU
+needed, through Triton's JITFunction.run and the
 short way (tritonbench_lab/runtime/launching.py), with the stand-in driver of
 tests/launch_recorder.py, whose launcher does nothing. What the GPU's own launch costs on top
 is the same both ways; lab/launch_host_time.py times the whole on a GPU.
@@ -18,6 +19,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from tritonbench_lab.kernels import layernorm as ln  # noqa: E402
+from tritonbench_lab.kernels import matmul as mm  # noqa: E402
 from tritonbench_lab.runtime import launching  # noqa: E402
 
 CALLS = 20000
@@ -39,10 +41,16 @@ def main() -> None:
     consts = dict(N_COLS=3072, BLOCK_COLS=4096, ROWS=1, TILE_COLS=0, EVEN_ROWS=True,
                   EVEN_COLS=False, num_warps=16, num_stages=1)
     config = {"ROWS": 1, "num_warps": 16, "TILE_COLS": 0}
+    a, bm = torch.randn(256, 256, dtype=torch.bfloat16), torch.randn(256, 256,
+                                                                     dtype=torch.bfloat16)
+    tma = mm.bind({**mm.SPACE.complete(mm.DEFAULT_CONFIG), "TMA": 1})
+    c = torch.empty(256, 256, dtype=torch.bfloat16)
     forms = {"kernel[grid](...)": lambda: ln.layernorm_kernel[(1,)](*args, **consts),
-             "tlab's launcher": lambda: ln.layernorm(x, w, b, 1e-5, config, out)}
+             "tlab's launcher": lambda: ln.layernorm(x, w, b, 1e-5, config, out),
+             "matmul TMA bf16 256^3": lambda: tma(a, bm, c)}
     launch_recorder.RecordingLauncher.__call__ = lambda self, *args: None  # records nothing
-    print(f"triton {triton.__version__}, layernorm fp32 1x3072, a launcher that does nothing")
+    print(f"triton {triton.__version__}: layernorm fp32 1x3072, matmul bf16 256^3; a launcher "
+          "that does nothing")
     for fast in (False, True):
         launching._active[0] = fast
         for name, fn in forms.items():
