@@ -591,7 +591,7 @@ def test_a_fast_call_that_must_ask_takes_the_decision_while_a_graph_is_captured(
 
 def test_a_call_known_to_run_the_op_skips_the_decision_until_the_configs_change(
         tmp_path, monkeypatch, device):
-    """The fast path: once a shape's plan is the PyTorch op both eagerly and captured, its
+    """The fast path: once a shape's plan is the PyTorch op (here eagerly and captured), its
     next calls go straight to the op (no plan); the configs are still looked at once every
     RECHECK_S, and a winner written for the shape is then taken up.
     TEST DATA: matmul fp32 at 40x32x24, tlab's kernel 2x the op, written after the first calls."""
