@@ -15,8 +15,7 @@ eagerly and compiled (torch.compile), and compiled with CUDA graphs
 Every variant's output is checked against the same block run in float64 with the torch op
 set, then timed with do_bench (GPU only) in turns with its PyTorch counterpart (ROUNDS
 times, the median), and its host time per call taken (host_time: at the GPU time or above,
-the variant waits on its host). Speed targets are judged here and
-printed, never in tests.
+the variant waits on its host). Speed targets are judged here and printed, never in tests.
 """
 
 from __future__ import annotations
@@ -259,10 +258,6 @@ def keep_in_place(w: dict, inputs: Inputs) -> None:
     for t in kept:
         if t is not None:
             torch._dynamo.mark_static_address(t)
-
-
-def variants(graphs: bool) -> list[Variant]:
-    return [v for pair in pairs(graphs) for v in pair]
 
 
 def pairs(graphs: bool) -> list[tuple[Variant, Variant]]:

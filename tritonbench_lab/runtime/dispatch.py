@@ -208,7 +208,7 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                        f"in a CUDA graph {'tlab' if wins else 'the op'}")
     config = parse_config_text(row.config) if wins or eager_wins else None
     baseline = row.baseline_p50_ms / row.p50_ms if row.baseline_p50_ms else None
-    fused, fused_reason = _compiled_rule(kernel, speedup, baseline, found.exact)
+    fused, fused_reason = _compiled_rule(speedup, baseline, found.exact)
     reason += fused_reason
     return Choice(kernel, name, shape, TRITON if eager_wins else TORCH_OP, config, row.shape,
                   speedup, reason, TRITON if wins else TORCH_OP, eager,
@@ -217,8 +217,7 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                   TRITON if wins and fused else TORCH_OP)
 
 
-def _compiled_rule(kernel: str, speedup: float, baseline: float | None,
-                       exact: bool) -> tuple[bool, str]:
+def _compiled_rule(speedup: float, baseline: float | None, exact: bool) -> tuple[bool, str]:
     """Whether the kernel's GPU time earns it a place inside a compiled graph (FUSED_MARGIN),
     and the reason's words for it; the eager or captured rule must hold as well."""
     against = speedup if baseline is None else min(speedup, baseline)
