@@ -101,13 +101,16 @@ def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
 # Bound once: each call of an op reads them (module attribute lookups cost on every call).
 _grad_enabled, _compiling = torch.is_grad_enabled, torch.compiler.is_compiling
 _monotonic, _file_state, _op_only = time.monotonic, _dispatch._file_state, _dispatch.op_only
+_never = _dispatch.never
 
 
 # The fast path, inlined at the top of each op (a function call costs host time): a call's
-# key (the op's name and what its decision reads from the inputs; none under autograd or
-# compile) found in op_only, with the configs looked at within RECHECK_S and no CUDA graph
-# being captured where that matters, goes straight to the PyTorch op; _remember puts the key
-# there once the op's plan says so (dispatch.remember).
+# key (the op's name and what its decision reads from the inputs; none under compile) found
+# in op_only, with the configs looked at within RECHECK_S (_file_state[2]: until when) and no
+# CUDA graph being captured where that matters, goes straight to the PyTorch op; _remember
+# puts the key there once the op's eager plan says so (dispatch.remember). It asks nothing of
+# autograd: where an input requires grad, ops calls the same op (the GRAD path), so a known
+# key is right either way, and each check costs every call.
 
 
 _remember = _dispatch.remember  # after a call that ran the PyTorch op
@@ -208,10 +211,10 @@ def _into(out: torch.Tensor | None, y: torch.Tensor) -> torch.Tensor:
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """a @ b for 2-D a (M x K) and b (K x N)."""
     fast = None  # the fast path (above _remember): where the op is known to run
-    if not _compiling() and not (_grad_enabled() and (a.requires_grad or b.requires_grad)):
+    if not _compiling():
         fast = ("matmul", a.shape, b.shape, a.dtype, b.dtype, a.get_device())
         if out is None and (asks := _op_only.get(fast)) is not None and (
-                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
+                _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return torch.matmul(a, b)
     how = _elsewhere(a, b)
     sa, sb, dtype = a.shape, b.shape, a.dtype  # each read once: every read builds an object
@@ -238,11 +241,10 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     its epilogue), so a model's linear layers cost no extra launch where the op runs. The
     decision is matmul's, made without the bias (its add is not in the tuned times)."""
     fast = None  # the fast path (above _remember)
-    if not _compiling() and not (_grad_enabled() and (
-            bias.requires_grad or a.requires_grad or b.requires_grad)):
+    if not _compiling():
         fast = ("addmm", a.shape, b.shape, a.dtype, b.dtype, bias.dtype, a.get_device())
         if (asks := _op_only.get(fast)) is not None and (
-                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
+                _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return torch.addmm(bias, a, b)
     how = _elsewhere(bias, a, b)
     sa, sb, dtype = a.shape, b.shape, a.dtype
@@ -294,10 +296,10 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dim of a 2-D x."""
     fast = None  # the fast path (above _remember)
-    if not _compiling() and not (_grad_enabled() and x.requires_grad):
+    if not _compiling():
         fast = ("softmax", x.shape, x.dtype, x.get_device())
         if out is None and (asks := _op_only.get(fast)) is not None and (
-                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
+                _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return torch.softmax(x, -1)
     how = _elsewhere(x)
     shape, dtype = x.shape, x.dtype
@@ -328,11 +330,10 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
     """RMSNorm of the rows of x, or of x + residual: y, or (y, x + residual) with a residual
     (the fused add_rmsnorm kernel)."""
     fast = None  # the fast path (above _remember)
-    if residual is None and not _compiling() and not (_grad_enabled() and (
-            x.requires_grad or weight.requires_grad)):
+    if residual is None and not _compiling():
         fast = ("rmsnorm", x.shape, x.dtype, weight.dtype, x.get_device())
         if (asks := _op_only.get(fast)) is not None and (
-                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
+                _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return F.rms_norm(x, (x.shape[-1],), weight, eps)
     how = _elsewhere(x, weight, residual)
     shape, dtype = x.shape, x.dtype
@@ -361,11 +362,10 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
               eps: float = _layernorm.EPS) -> torch.Tensor:
     """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim)."""
     fast = None  # the fast path (above _remember)
-    if not _compiling() and not (_grad_enabled() and (
-            x.requires_grad or weight.requires_grad or bias.requires_grad)):
+    if not _compiling():
         fast = ("layernorm", x.shape, x.dtype, x.get_device())
         if (asks := _op_only.get(fast)) is not None and (
-                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
+                _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
     how = _elsewhere(x, weight, bias)
     shape, dtype = x.shape, x.dtype
@@ -413,10 +413,10 @@ def _rope_takes(q, k, cos, sin) -> bool:
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x + y for contiguous tensors of one shape and dtype (any number of dims)."""
     fast = None  # the fast path (above _remember)
-    if not _compiling() and not (_grad_enabled() and (x.requires_grad or y.requires_grad)):
+    if not _compiling():
         fast = ("add", x.shape, x.dtype, x.get_device())
         if (asks := _op_only.get(fast)) is not None and (
-                _monotonic() - _file_state[0] < _dispatch.RECHECK_S and not asks()):
+                _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return torch.add(x, y)
     how = _elsewhere(x, y)
     dtype = x.dtype

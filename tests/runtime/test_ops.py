@@ -610,6 +610,31 @@ def test_a_call_known_to_run_the_op_skips_the_decision_until_the_configs_change(
         write_winners(tmp_path / SLUG / "matmul.csv",
                       [winner("40x32x24", A, dtype="fp32", p50_ms=1.0, op_p50_ms=2.0)])
         dispatch._file_state[0] -= 2 * dispatch.RECHECK_S  # as if RECHECK_S had passed
+        dispatch._file_state[2] -= 2 * dispatch.RECHECK_S
         torch.testing.assert_close(ops.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
         assert len(planned) == 1 and fast not in dispatch.op_only
         assert ops.bound_launch("matmul", torch.float32, (40, 32, 24), a.get_device())
+
+
+def test_a_known_key_serves_inputs_that_require_grad_with_the_op_and_its_backward(
+        tmp_path, monkeypatch, device):
+    """The fast path asks nothing of autograd: a key known to run the op (found without
+    grad) serves a call whose inputs require grad with that same op, so gradients flow as
+    the op's own; no decision is taken for it.
+    TEST DATA: rmsnorm fp32 at 5x48, no configs (the op everywhere)."""
+    gen = torch.Generator(device=device).manual_seed(5)
+    x = torch.randn(5, 48, generator=gen, device=device)
+    w = torch.randn(48, generator=gen, device=device)
+    with ops_reading(monkeypatch, tmp_path, recheck=False):
+        with torch.no_grad():
+            ops.rmsnorm(x, w)  # decided: the op, remembered
+        assert ("rmsnorm", x.shape, x.dtype, w.dtype, x.get_device()) in dispatch.op_only
+        planned = []
+        monkeypatch.setattr(ops, "plan", lambda *args: planned.append(args))
+        xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+        ops.rmsnorm(xg, wg).square().sum().backward()
+        xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+        F.rms_norm(xr, (48,), wr, 1e-6).square().sum().backward()
+        assert planned == []
+        torch.testing.assert_close(xg.grad, xr.grad)
+        torch.testing.assert_close(wg.grad, wr.grad)

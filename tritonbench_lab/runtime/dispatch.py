@@ -260,7 +260,8 @@ _compiled: dict[tuple, tuple] = {}  # key -> (in a compiled graph, and captured)
 # it skips the decision (op_eagerly). Forgotten with the plans.
 op_only: dict = {}
 _slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
-_file_state: list = [0.0, None]  # [when last looked at, the default configs folder then]
+# [when last looked at, the default configs folder then, until when ops' fast path holds]
+_file_state: list = [0.0, None, 0.0]
 _folders: dict[Path, tuple] = {}  # each folder choices were made from -> its files' mtimes
 
 
@@ -271,7 +272,7 @@ def clear() -> None:
     op_only.clear()
     _slugs.clear()
     _folders.clear()
-    _file_state[:] = [0.0, None]
+    _file_state[:] = [0.0, None, 0.0]
 
 
 def _files(folder: Path) -> tuple:
@@ -281,7 +282,7 @@ def _files(folder: Path) -> tuple:
 
 def _configs_changed(now: float) -> None:
     """Forget every choice when a configs file changed, or $TLAB_CONFIG_DIR did."""
-    _file_state[0] = now
+    _file_state[0], _file_state[2] = now, now + RECHECK_S
     default = config_dir()
     changed = _file_state[1] not in (None, default)
     _file_state[1] = default
