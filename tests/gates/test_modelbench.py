@@ -116,9 +116,10 @@ def test_a_variant_and_its_counterpart_are_timed_in_turns(monkeypatch):
     rows = mb.measure(TINY, LOADS[1], torch.float32, "cpu", False,
                       lambda fn: float(next(clock)))
     ms = {r.variant: r.ms for r in rows}
-    turns = 2 * mb.ROUNDS  # calls of one pair
-    assert [ms["torch eager"], ms["tlab eager"]] == [3.0, 4.0]  # of 1 3 5 and 2 4 6
-    assert [ms["torch compiled"], ms["tlab compiled"]] == [turns + 3.0, turns + 4.0]
+    turns = 2 * mb.ROUNDS  # calls of one pair: torch's the odd ones, tlab's the even
+    middle = 2.0 * (mb.ROUNDS // 2) + 1  # the median of 1, 3, ..., 2 ROUNDS - 1
+    assert [ms["torch eager"], ms["tlab eager"]] == [middle, middle + 1]
+    assert [ms["torch compiled"], ms["tlab compiled"]] == [turns + middle, turns + middle + 1]
 
 
 def test_host_time_is_the_time_to_issue_a_call():
@@ -145,3 +146,25 @@ def test_the_weights_tables_and_cache_are_kept_in_place_for_cuda_graphs():
               inputs.sin, inputs.k_cache, inputs.v_cache]
     assert all(getattr(t, "_dynamo_static_input_type", None) for t in static)
     assert getattr(inputs.x, "_dynamo_static_input_type", None) is None  # the step's input
+
+
+def test_loop_time_is_a_calls_time_in_a_loop_of_calls_finished(monkeypatch):
+    """loop_time: two untimed calls (the first warms, the second sizes the loop), then as
+    many calls as take about loop_ms back to back, the clock stopped after the sync.
+    TEST DATA: a clock that each call moves by 2 ms, and the sync by 0.5 ms."""
+    clock = [0.0]
+    monkeypatch.setattr(mb.time, "perf_counter", lambda: clock[0])
+    calls, syncs = [], []
+
+    def call():
+        calls.append(clock[0])
+        clock[0] += 0.002
+
+    def sync():
+        syncs.append(clock[0])
+        clock[0] += 0.0005
+
+    got = mb.loop_time(call, sync, loop_ms=26.0)
+    assert len(calls) == 2 + 10  # the sizing call took 2.5 ms with its sync: 26 // 2.5
+    assert got == pytest.approx((10 * 2.0 + 0.5) / 10)  # the last sync is on the clock
+    assert len(syncs) == 3

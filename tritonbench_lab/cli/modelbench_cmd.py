@@ -34,7 +34,6 @@ def model_bench(
     CUDA graphs; every variant checked against a float64 run. Prints a Markdown table and
     the speed targets; needs a GPU."""
     import torch  # late: `tlab --help` imports no torch
-    import triton.testing  # late: the same
 
     from tritonbench_lab.gates import modelbench as mb  # late: the same
 
@@ -47,14 +46,11 @@ def model_bench(
         raise TlabError("tlab model-bench times a model on a GPU and needs CUDA; none is visible")
     console = Console(stderr=True)
 
-    def bench(fn) -> float:
-        return triton.testing.do_bench(fn, warmup=25, rep=100)
-
     rows, breaks = [], {}
     for w in widths:
         breaks[w.name] = mb.graph_breaks(w, chosen[0], torch.bfloat16, "cuda")
         for load in chosen:
-            rows += mb.measure(w, load, torch.bfloat16, "cuda", graphs, bench,
+            rows += mb.measure(w, load, torch.bfloat16, "cuda", graphs, mb.loop_time,
                                progress=lambda text: console.print(text, highlight=False),
                                host=mb.host_time)
     text = "\n".join(mb.report(rows, breaks))

@@ -13,9 +13,10 @@ layernorm, addmm, rope, matmul_gelu, add; the LM head through prepare_linear). E
 eagerly and compiled (torch.compile), and compiled with CUDA graphs
 (mode="reduce-overhead"), the weights, tables and KV cache kept in place (keep_in_place).
 Every variant's output is checked against the same block run in float64 with the torch op
-set, then timed with do_bench (GPU only) in turns with its PyTorch counterpart (ROUNDS
-times, the median), and its host time per call taken (host_time: at the GPU time or above,
-the variant waits on its host). Speed targets are judged here and printed, never in tests.
+set, then timed as a model's loop of steps runs it (loop_time: calls back to back, finished,
+no cache flush between them) in turns with its PyTorch counterpart (ROUNDS times, the
+median), and its host time per call taken (host_time: at the GPU time or above, the variant
+waits on its host). Speed targets are judged here and printed, never in tests.
 """
 
 from __future__ import annotations
@@ -281,14 +282,37 @@ class Timed:
     width: str
     workload: str
     variant: str
-    ms: float | None  # do_bench median; None where the variant failed
+    ms: float | None  # loop_time's median over ROUNDS; None where the variant failed
     error: float | None  # error_of against the float64 run
     note: str = ""  # why it failed, or graph breaks
     host_ms: float | None = None  # the host's time to issue one call (host_time); not taken
 
 
-ROUNDS = 3  # each pair timed in turns this many times; a variant's time is its median
+ROUNDS = 5  # each pair timed in turns this many times; a variant's time is its median
 HOST_CALLS, HOST_ROUNDS = 5, 5
+LOOP_MS = 30.0  # loop_time's calls take about this long a round
+
+
+def loop_time(fn: Callable[[], object], sync: Callable[[], None] | None = None,
+              loop_ms: float = LOOP_MS) -> float:
+    """A call's time in ms in a loop of calls back to back, finished: what a model's loop of
+    steps sees, the longer of its host and GPU time per call. Unlike do_bench, nothing runs
+    between the calls (do_bench flushes the L2 first, and a host-bound call then issues its
+    launches while the flush runs, which hides part of its host time); the weights of a
+    block do not fit in the L2 either way. As many calls as take about `loop_ms`."""
+    if sync is None:
+        sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    fn()
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    calls = max(3, min(1000, int(loop_ms / 1e3 / max(time.perf_counter() - start, 1e-9))))
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / calls * 1e3
 
 
 def host_time(fn: Callable[[], object], calls: int = HOST_CALLS,
