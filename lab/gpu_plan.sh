@@ -22,6 +22,8 @@
 #   bash lab/gpu_plan.sh turns          # model-bench x4, each variant timed in turns with its
 #                                       #   PyTorch counterpart
 #   bash lab/gpu_plan.sh next           # ops-bench, the 1b 8x512 ablation, model-bench 1b
+#   bash lab/gpu_plan.sh loops          # addmm's bias pass (lab/addmm_bias.py), model-bench
+#                                       #   x4 timing loops of calls, ops-bench
 #   bash lab/gpu_plan.sh models gates   # several plans: their steps in that order (a step
 #                                       #   of the same name runs once)
 #
@@ -37,7 +39,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, portability or models" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, portability or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -112,6 +114,13 @@ case "$plan" in
     "ablation-1b-8x512|150|lab/compiled_block_ablation.py 1b prefill_8x512"
     "mb5-1b-decode|70|model-bench --width 1b --workload decode --out $ROOT/logs/mb5-1b-decode.md"
     "mb5-1b-prefill|70|model-bench --width 1b --workload prefill --out $ROOT/logs/mb5-1b-prefill.md") ;;
+  loops) STEPS+=(  # issue 51: model-bench timing loops of calls; ops' leaner fast path
+    "addmm-bias|40|lab/addmm_bias.py"
+    "mb6-1b-prefill|60|model-bench --width 1b --workload prefill --out $ROOT/logs/mb6-1b-prefill.md"
+    "mb6-7b-prefill|60|model-bench --width 7b --workload prefill --out $ROOT/logs/mb6-7b-prefill.md"
+    "mb6-1b-decode|70|model-bench --width 1b --workload decode --out $ROOT/logs/mb6-1b-decode.md"
+    "mb6-7b-decode|70|model-bench --width 7b --workload decode --out $ROOT/logs/mb6-7b-decode.md"
+    "ops-bench-4|160|ops-bench --out $ROOT/logs/ops-bench-4.md") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(
@@ -124,7 +133,7 @@ case "$plan" in
     "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
     "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
-  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, portability or models" >&2; exit 2 ;;
+  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, portability or models" >&2; exit 2 ;;
 esac
 done
 
@@ -137,7 +146,8 @@ for step in "${STEPS[@]}"; do
   start=$(date +%s)
   root_option="--root $ROOT"
   # these read TLAB_CONFIG_DIR (the plan's configs) and take no --root
-  [[ $name == ops-bench* || $name == mb* || $name == record || $name == ablation* ]] &&
+  [[ $name == ops-bench* || $name == mb* || $name == record || $name == ablation* ||
+     $name == addmm* ]] &&
     root_option=""
   runner="-m tritonbench_lab"
   [[ $command == lab/* ]] && runner=""  # a lab script, run as a file
