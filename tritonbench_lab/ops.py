@@ -53,11 +53,10 @@ from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels import layernorm as _layernorm
 from tritonbench_lab.kernels import matmul as _matmul
 from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
-from tritonbench_lab.kernels import matmul_persistent as _persistent
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
 from tritonbench_lab.runtime import dispatch as _dispatch
-from tritonbench_lab.runtime import library, recording
+from tritonbench_lab.runtime import in_graphs, library, recording
 from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public decision API
     NEAR,
     NEAR_MARGIN,
@@ -273,23 +272,32 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     """F.gelu(a @ b + bias, approximate=...) for 2-D a (M x K), b (K x N) and a bias of N
     values: nn.Linear's product and bias, then GELU. The op it stands in for is
     F.gelu(torch.addmm(bias, a, b)) (the `torch` baseline of the matmul_gelu sweeps)."""
+    fast = None  # the fast path (above _remember); a key holds a valid form only
+    if not _compiling():
+        fast = ("matmul_gelu", approximate, a.shape, b.shape, a.dtype, b.dtype, a.get_device())
+        if out is None and (asks := _op_only.get(fast)) is not None and _monotonic() < (
+                _file_state[2]) and (asks is _never or not asks()):
+            return F.gelu(torch.addmm(bias, a, b), approximate=approximate)
     form = _matmul_gelu.FORMS.get(approximate)
     if form is None:
         raise ValueError(f"approximate={approximate!r}: accepted are 'none' and 'tanh'")
     how = _elsewhere(a, b, bias)
     sa, sb, dtype = a.shape, b.shape, a.dtype
     ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _DTYPES["matmul_gelu"]
-    kernel = _matmul_gelu.SPEC.name if approximate == "none" else _matmul_gelu.TANH_SPEC.name
+    kernel = _GELU_KERNELS[approximate]
     if how is not None:
         if how == GRAPH and ours:
             return _into(out, _REGISTERED["matmul_gelu"](a, b, bias, approximate, tuned_state()))
         return _into(out, _torch_matmul_gelu(a, b, bias, approximate))
     if ours:
-        launch = plan(kernel, dtype, (sa[0], sb[1], sa[1]), a.get_device(),
-                      lambda config: _matmul.bind(config, form))
+        sizes, device = (sa[0], sb[1], sa[1]), a.get_device()
+        launch = plan(kernel, dtype, sizes, device, lambda config: _matmul.bind(config, form))
         if (launch is not None and bias.dtype == dtype and bias.shape == (sb[1],)
                 and bias.is_contiguous() and _takes(launch, a, b, out)):
             return launch(a, b, out, bias)
+        _remember(fast, kernel, dtype, sizes, device)
+    else:
+        _remember(fast)
     return _into(out, _torch_matmul_gelu(a, b, bias, approximate))
 
 
@@ -390,15 +398,25 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
     k with as many heads as q or fewer (grouped-query attention). The choice is made at q's
     shape (the sweeps tune q and k of one shape; with fewer k heads both the kernel and the
     PyTorch op have less of k to do)."""
+    fast = None  # the fast path (above _remember)
+    if not _compiling():
+        fast = ("rope", q.shape, q.dtype, q.get_device())
+        if (asks := _op_only.get(fast)) is not None and _monotonic() < _file_state[2] and (
+                asks is _never or not asks()):
+            return _rope.rotate_half_rope(q, k, cos, sin)
     how = _elsewhere(q, k, cos, sin)
     shape, dtype = q.shape, q.dtype
     ours = len(shape) == 4 and dtype in _DTYPES["rope"]
     if how == GRAPH and ours:
         return _REGISTERED["rope"](q, k, cos, sin, tuned_state())
     if how is None and ours and shape[3] % 2 == 0:
-        launch = plan("rope", dtype, tuple(shape), q.get_device())
+        sizes, device = tuple(shape), q.get_device()
+        launch = plan("rope", dtype, sizes, device)
         if launch is not None and _rope_takes(q, k, cos, sin):
             return launch(q, k, cos, sin)
+        _remember(fast, "rope", dtype, sizes, device)
+    elif how is None:
+        _remember(fast)
     return _rope.rotate_half_rope(q, k, cos, sin)
 
 
@@ -434,30 +452,6 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.add(x, y)
 
 
-def _scratch_not_kept(run: Callable) -> Callable:
-    """`run` (a matmul op) such that the persistent kernel's hand-over buffers it first makes
-    are dropped after the call when it runs off the device's default stream: CUDA graph trees
-    (torch.compile's mode="reduce-overhead") warm up and record on a stream of their own, into
-    a pool of their own, and refuse to replay where a tensor made there stays alive but is no
-    graph output ("tensor(s) in the cudagraph pool not tracked as outputs"). Dropped, the
-    buffers are temporaries of the graph; on the default stream they are kept for the next
-    call, as eagerly."""
-    def call(*args):
-        kept = _persistent._STREAM_K_BUFFERS  # its module is hashed into rows: read, not renamed
-        before = len(kept)
-        out = run(*args)
-        if len(kept) > before and _off_default_stream():
-            for key in list(kept)[before:]:  # a dict keeps insertion order: the new keys
-                del kept[key]
-        return out
-
-    return call
-
-
-def _off_default_stream() -> bool:
-    return torch.cuda.is_available() and torch.cuda.current_stream() != torch.cuda.default_stream()
-
-
 # The registered ops (runtime/library.py): each decomposes, when a graph is traced at a static
 # shape, into the PyTorch op where tlab's kernel does not run there, else into a node that
 # runs the eager op above when the graph runs; each such node's fake is the PyTorch op.
@@ -473,18 +467,7 @@ def _may_run(kernel: str, dtype: torch.dtype, sizes: tuple, device: int, form=No
         return False
     plan(kernel, dtype, sizes, device,
          None if form is None else (lambda config: _matmul.bind(config, form)))
-    return in_compiled_graph(kernel, dtype, sizes, device, _graph_captured())
-
-
-def _graph_captured() -> bool:
-    """Whether the graph being traced will run captured in CUDA graphs: torch.compile turns
-    Inductor's cudagraphs option on while it compiles for mode="reduce-overhead" (and
-    "max-autotune"); torch.export and other backends leave it off."""
-    try:
-        from torch._inductor import config  # late: a heavy import; only a traced graph asks
-    except ImportError:  # a torch without Inductor: no compiled graph captures
-        return False
-    return bool(config.triton.cudagraphs)
+    return in_compiled_graph(kernel, dtype, sizes, device, in_graphs.graph_captured())
 
 
 def _may_run_matmul(kernel: str, a: torch.Tensor, b: torch.Tensor, form=None) -> bool:
@@ -498,13 +481,13 @@ def _may_run_rows(kernel: str, x: torch.Tensor) -> bool:
 
 
 _REGISTERED = {
-    "matmul": library.define("matmul", _scratch_not_kept(matmul), torch.matmul,
+    "matmul": library.define("matmul", in_graphs.scratch_not_kept(matmul), torch.matmul,
                              lambda a, b: _may_run_matmul("matmul", a, b)),
     "addmm": library.define(
-        "addmm", _scratch_not_kept(addmm), torch.addmm,
+        "addmm", in_graphs.scratch_not_kept(addmm), torch.addmm,
         lambda bias, a, b: bias.dtype == a.dtype and _may_run_matmul("matmul", a, b)),
     "matmul_gelu": library.define(
-        "matmul_gelu", _scratch_not_kept(matmul_gelu), _torch_matmul_gelu,
+        "matmul_gelu", in_graphs.scratch_not_kept(matmul_gelu), _torch_matmul_gelu,
         lambda a, b, bias, approximate: approximate in _GELU_KERNELS and _may_run_matmul(
             _GELU_KERNELS[approximate], a, b, _matmul_gelu.FORMS[approximate])),
     "softmax": library.define("softmax", softmax, lambda x: torch.softmax(x, -1),

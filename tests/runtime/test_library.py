@@ -187,12 +187,13 @@ def test_the_registered_matmul_keeps_no_scratch_off_the_default_stream(
     buffers, kept per stream eagerly, are dropped there (simulated: CPU tensors have no
     streams)."""
     from tritonbench_lab.kernels import matmul_persistent
+    from tritonbench_lab.runtime import in_graphs
 
     write_winners(tmp_path / "interpreter" / "matmul.csv",
                   [winner("96x80x72", MATMUL_TMA, dtype="fp32", p50_ms=1.0, op_p50_ms=2.0)])
     kept = {}
     monkeypatch.setattr(matmul_persistent, "_STREAM_K_BUFFERS", kept)
-    monkeypatch.setattr(ops, "_off_default_stream", lambda: off_default_stream)
+    monkeypatch.setattr(in_graphs, "off_default_stream", lambda: off_default_stream)
     gen = torch.Generator().manual_seed(0)
     a, b = torch.randn(96, 72, generator=gen), torch.randn(72, 80, generator=gen)
     with ops_reading(monkeypatch, tmp_path):

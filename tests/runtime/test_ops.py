@@ -14,6 +14,7 @@ from helpers.ops_state import ops_reading
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.kernels.rope import rotate_half_rope
 from tritonbench_lab.ops import NEAR_MARGIN, decide
 from tritonbench_lab.runtime import dispatch
 from tritonbench_lab.shapes import shape_sizes
@@ -512,8 +513,6 @@ def test_where_the_shape_is_tuned_but_another_operand_is_not_the_kernels_the_op_
     q = torch.randn(2, 5, 3, 64, generator=gen, device=device)
     k_other = torch.randn(2, 5, 4, 64, generator=gen, device=device)  # more heads than q
     angles = torch.rand(5, 32, generator=gen, device=device)
-    from tritonbench_lab.kernels.rope import rotate_half_rope
-
     for got, want in zip(ops.rope(q, k_other, angles.cos(), angles.sin()),
                          rotate_half_rope(q, k_other, angles.cos(), angles.sin()), strict=True):
         torch.testing.assert_close(got, want)
@@ -638,3 +637,39 @@ def test_a_known_key_serves_inputs_that_require_grad_with_the_op_and_its_backwar
         assert planned == []
         torch.testing.assert_close(xg.grad, xr.grad)
         torch.testing.assert_close(wg.grad, wr.grad)
+
+
+def _gelu_case(gen, device, approximate):
+    a = torch.randn(9, 24, generator=gen, device=device)
+    b = torch.randn(24, 40, generator=gen, device=device)
+    bias = torch.randn(40, generator=gen, device=device)
+    key = ("matmul_gelu", approximate, a.shape, b.shape, a.dtype, b.dtype, a.get_device())
+    return (lambda: ops.matmul_gelu(a, b, bias, approximate),
+            lambda: F.gelu(a @ b + bias, approximate=approximate), key)
+
+
+def _rope_case(gen, device, _):
+    q = torch.randn(2, 5, 4, 16, generator=gen, device=device)
+    k = torch.randn(2, 5, 2, 16, generator=gen, device=device)  # grouped-query: fewer heads
+    angles = torch.randn(5, 8, generator=gen, device=device)
+    cos, sin = angles.cos(), angles.sin()
+    key = ("rope", q.shape, q.dtype, q.get_device())
+    return (lambda: ops.rope(q, k, cos, sin),
+            lambda: rotate_half_rope(q, k, cos, sin), key)
+
+
+@pytest.mark.parametrize("case, form", [(_gelu_case, "none"), (_gelu_case, "tanh"),
+                                        (_rope_case, None)])
+def test_matmul_gelu_and_rope_take_the_fast_path_once_the_op_is_known(
+        tmp_path, monkeypatch, device, case, form):
+    """matmul_gelu (each GELU form its own key) and rope: the first call decides (no
+    configs: the op) and remembers; the next go straight to the op, with its result.
+    TEST DATA: fp32 shapes nobody tuned (9x40x24; rope 2x5x4x16, k with 2 heads)."""
+    call, expected, key = case(torch.Generator(device=device).manual_seed(7), device, form)
+    with ops_reading(monkeypatch, tmp_path, recheck=False):
+        torch.testing.assert_close(call(), expected())
+        assert dispatch.op_only[key] is dispatch.never
+        planned = []
+        monkeypatch.setattr(ops, "plan", lambda *args: planned.append(args))
+        torch.testing.assert_close(call(), expected())
+        assert planned == []
