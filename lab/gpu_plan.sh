@@ -22,8 +22,8 @@
 #   bash lab/gpu_plan.sh turns          # model-bench x4, each variant timed in turns with its
 #                                       #   PyTorch counterpart
 #   bash lab/gpu_plan.sh next           # ops-bench, the 1b 8x512 ablation, model-bench 1b
-#   bash lab/gpu_plan.sh loops          # addmm's bias pass (lab/addmm_bias.py), model-bench
-#                                       #   x4 timing loops of calls, ops-bench
+#   bash lab/gpu_plan.sh loops          # ops-bench, model-bench x4 timing loops of calls,
+#                                       #   addmm's bias pass (lab/addmm_bias.py)
 #   bash lab/gpu_plan.sh models gates   # several plans: their steps in that order (a step
 #                                       #   of the same name runs once)
 #
@@ -115,12 +115,12 @@ case "$plan" in
     "mb5-1b-decode|70|model-bench --width 1b --workload decode --out $ROOT/logs/mb5-1b-decode.md"
     "mb5-1b-prefill|70|model-bench --width 1b --workload prefill --out $ROOT/logs/mb5-1b-prefill.md") ;;
   loops) STEPS+=(  # issue 51: model-bench timing loops of calls; ops' leaner fast path
-    "addmm-bias|40|lab/addmm_bias.py"
-    "mb6-1b-prefill|60|model-bench --width 1b --workload prefill --out $ROOT/logs/mb6-1b-prefill.md"
-    "mb6-7b-prefill|60|model-bench --width 7b --workload prefill --out $ROOT/logs/mb6-7b-prefill.md"
+    "ops-bench-4|160|ops-bench --out $ROOT/logs/ops-bench-4.md"
     "mb6-1b-decode|70|model-bench --width 1b --workload decode --out $ROOT/logs/mb6-1b-decode.md"
     "mb6-7b-decode|70|model-bench --width 7b --workload decode --out $ROOT/logs/mb6-7b-decode.md"
-    "ops-bench-4|160|ops-bench --out $ROOT/logs/ops-bench-4.md") ;;
+    "addmm-bias|40|lab/addmm_bias.py"
+    "mb6-1b-prefill|60|model-bench --width 1b --workload prefill --out $ROOT/logs/mb6-1b-prefill.md"
+    "mb6-7b-prefill|60|model-bench --width 7b --workload prefill --out $ROOT/logs/mb6-7b-prefill.md") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(
