@@ -24,6 +24,7 @@
 #   bash lab/gpu_plan.sh next           # ops-bench, the 1b 8x512 ablation, model-bench 1b
 #   bash lab/gpu_plan.sh loops          # ops-bench, model-bench x4 timing loops of calls,
 #                                       #   addmm's bias pass (lab/addmm_bias.py)
+#   bash lab/gpu_plan.sh addmm          # model-bench x4 after ops.addmm became torch.addmm
 #   bash lab/gpu_plan.sh models gates   # several plans: their steps in that order (a step
 #                                       #   of the same name runs once)
 #
@@ -39,7 +40,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, portability or models" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, portability or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -121,6 +122,11 @@ case "$plan" in
     "addmm-bias|40|lab/addmm_bias.py"
     "mb6-1b-prefill|60|model-bench --width 1b --workload prefill --out $ROOT/logs/mb6-1b-prefill.md"
     "mb6-7b-prefill|60|model-bench --width 7b --workload prefill --out $ROOT/logs/mb6-7b-prefill.md") ;;
+  addmm) STEPS+=(  # issue 51 after ops.addmm became torch.addmm (its bias pass cost more)
+    "mb7-1b-prefill|40|model-bench --width 1b --workload prefill --out $ROOT/logs/mb7-1b-prefill.md"
+    "mb7-7b-prefill|40|model-bench --width 7b --workload prefill --out $ROOT/logs/mb7-7b-prefill.md"
+    "mb7-1b-decode|50|model-bench --width 1b --workload decode --out $ROOT/logs/mb7-1b-decode.md"
+    "mb7-7b-decode|50|model-bench --width 7b --workload decode --out $ROOT/logs/mb7-7b-decode.md") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(
@@ -133,7 +139,7 @@ case "$plan" in
     "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
     "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
-  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, portability or models" >&2; exit 2 ;;
+  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, portability or models" >&2; exit 2 ;;
 esac
 done
 

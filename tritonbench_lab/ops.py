@@ -235,31 +235,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
 
 def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """bias + a @ b, torch.addmm's arguments (nn.Linear's product and bias, with the weight
-    K x N): where the decision for `matmul` at (M, N, K) is tlab's kernel, that kernel and the
-    bias added into its output; elsewhere torch.addmm itself (one cuBLAS call, the bias in
-    its epilogue), so a model's linear layers cost no extra launch where the op runs. The
-    decision is matmul's, made without the bias (its add is not in the tuned times)."""
-    fast = None  # the fast path (above _remember)
-    if not _compiling():
-        fast = ("addmm", a.shape, b.shape, a.dtype, b.dtype, bias.dtype, a.get_device())
-        if (asks := _op_only.get(fast)) is not None and (
-                _monotonic() < _file_state[2] and (asks is _never or not asks())):
-            return torch.addmm(bias, a, b)
-    how = _elsewhere(bias, a, b)
-    sa, sb, dtype = a.shape, b.shape, a.dtype
-    ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
-    if how is not None:
-        if how == GRAPH and ours:
-            return _REGISTERED["addmm"](bias, a, b, tuned_state())
-        return torch.addmm(bias, a, b)
-    if ours and bias.dtype == dtype:
-        sizes, device = (sa[0], sb[1], sa[1]), a.get_device()
-        launch = plan("matmul", dtype, sizes, device)
-        if launch is not None and _takes(launch, a, b, None):
-            return launch(a, b, None).add_(bias)
-        _remember(fast, "matmul", dtype, sizes, device)
-    else:
-        _remember(fast)
+    K x N): torch.addmm itself, eagerly, captured and compiled (where dynamo traces it as it
+    would without tlab). cuBLAS adds the bias in its GEMM's epilogue; tlab's matmul kernel
+    has none, and the pass over C that adds the bias after it costs more than the kernel's
+    lead over cuBLAS at the shapes where the two were timed side by side. Here so that a
+    model can call ops for every layer; `matmul_gelu` fuses its bias (and GELU)."""
     return torch.addmm(bias, a, b)
 
 
@@ -483,9 +463,6 @@ def _may_run_rows(kernel: str, x: torch.Tensor) -> bool:
 _REGISTERED = {
     "matmul": library.define("matmul", in_graphs.scratch_not_kept(matmul), torch.matmul,
                              lambda a, b: _may_run_matmul("matmul", a, b)),
-    "addmm": library.define(
-        "addmm", in_graphs.scratch_not_kept(addmm), torch.addmm,
-        lambda bias, a, b: bias.dtype == a.dtype and _may_run_matmul("matmul", a, b)),
     "matmul_gelu": library.define(
         "matmul_gelu", in_graphs.scratch_not_kept(matmul_gelu), _torch_matmul_gelu,
         lambda a, b, bias, approximate: approximate in _GELU_KERNELS and _may_run_matmul(

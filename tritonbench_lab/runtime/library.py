@@ -31,7 +31,6 @@ NAMESPACE = "tlab"
 # new tensor; a compiled call with `out` copies into it).
 SCHEMAS = {
     "matmul": "(Tensor a, Tensor b) -> Tensor",
-    "addmm": "(Tensor bias, Tensor a, Tensor b) -> Tensor",
     "matmul_gelu": "(Tensor a, Tensor b, Tensor bias, str approximate) -> Tensor",
     "softmax": "(Tensor x) -> Tensor",
     "rmsnorm": "(Tensor x, Tensor weight, float eps) -> Tensor",
