@@ -11,8 +11,9 @@ and any kernel tlab knows, your own included, as a function of its inputs:
 
 Each call runs tlab's kernel, under the config tuned for its shape on this GPU, where the
 committed measurements say it beats the PyTorch op, and the op itself everywhere else
-(torch.matmul, torch.addmm, F.gelu of torch.addmm, torch.softmax, F.rms_norm, F.layer_norm,
-the rotate-half formulation of RoPE, torch.add); the decision, made once per kernel, dtype,
+(torch.matmul, F.gelu of torch.addmm, torch.softmax, F.rms_norm, F.layer_norm, the
+rotate-half formulation of RoPE, torch.add); `addmm` is torch.addmm always (tlab's matmul
+has no bias epilogue: see its docstring). The decision, made once per kernel, dtype,
 shape and device, is runtime/dispatch.py's, and `explain` (or `tlab explain`) says what it is
 and why.
 
