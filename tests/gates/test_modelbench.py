@@ -65,8 +65,8 @@ def test_the_lm_head_is_timed_alone_prepared_against_torch_matmul():
 def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     rows = [mb.Timed("1b", "prefill 1x2048", "torch eager", 2.0, 1e-3),
             mb.Timed("1b", "prefill 1x2048", "tlab eager", 1.6, 1e-3, host_ms=0.25),
-            mb.Timed("1b", "prefill 1x2048", "torch compiled", 1.0, 1e-3),
-            mb.Timed("1b", "prefill 1x2048", "tlab compiled", 1.04, 1e-3),
+            mb.Timed("1b", "prefill 1x2048", "torch compiled", 1.0, 1e-3, spread=0.01),
+            mb.Timed("1b", "prefill 1x2048", "tlab compiled", 1.04, 1e-3, spread=0.06),
             mb.Timed("1b", "prefill 1x2048", "torch eager, no head", 1.0, 1e-3),
             mb.Timed("1b", "prefill 1x2048", "tlab eager, no head", 0.8, 1e-3),
             mb.Timed("1b", "decode b1", "torch eager", 0.1, 1e-3),
@@ -79,7 +79,9 @@ def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     assert "| 1b | decode b1 | tlab eager | - | - | - | - | RuntimeError: boom |" in text
     assert "compiled with ops >= 1.03x torch.compile, prefill: 0.962x (missed)" in text
     assert "ops eager >= 1.10x PyTorch eager, prefill: 1.250x (met)" in text
-    assert "worst 0.962x (1b prefill 1x2048, tlab compiled; missed)" in text
+    assert ("worst 0.962x (1b prefill 1x2048, tlab compiled; rounds' spread (6%) and (1%); "
+            "missed)") in text
+    assert "| 1b | prefill 1x2048 | tlab compiled | 1.04 (6%) | 0.96x |" in text
     assert "graph breaks in the 1b block with tlab's ops: 3 (missed; target 0)" in text
     assert "LM head, odd vocabulary, prepared >= 2x torch.matmul, prefill: not measured" in text
     assert "the block alone, ops eager over PyTorch eager, prefill: 1.250x (no target)" in text
@@ -120,6 +122,8 @@ def test_a_variant_and_its_counterpart_are_timed_in_turns(monkeypatch):
     middle = 2.0 * (mb.ROUNDS // 2) + 1  # the median of 1, 3, ..., 2 ROUNDS - 1
     assert [ms["torch eager"], ms["tlab eager"]] == [middle, middle + 1]
     assert [ms["torch compiled"], ms["tlab compiled"]] == [turns + middle, turns + middle + 1]
+    spread = {r.variant: r.spread for r in rows}  # torch eager's times: 1, 3, ..., 2 ROUNDS - 1
+    assert spread["torch eager"] == pytest.approx((2 * mb.ROUNDS - 2) / middle)
 
 
 def test_host_time_is_the_time_to_issue_a_call():

@@ -286,6 +286,7 @@ class Timed:
     error: float | None  # error_of against the float64 run
     note: str = ""  # why it failed, or graph breaks
     host_ms: float | None = None  # the host's time to issue one call (host_time); not taken
+    spread: float | None = None  # (slowest - fastest) / median of its ROUNDS times
 
 
 ROUNDS = 5  # each pair timed in turns this many times; a variant's time is its median
@@ -371,15 +372,17 @@ def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graph
                                    failed[variant]))
                 continue
             call, error, nodes = built[variant]
-            found.append(Timed(width.name, load.name, variant.name, times[variant], error,
-                               nodes, None if host is None else host(call)))
+            median, spread = times[variant]
+            found.append(Timed(width.name, load.name, variant.name, median, error, nodes,
+                               None if host is None else host(call), spread))
     return found + measure_head(width, load, w, inputs, bench)
 
 
 def _in_turns(calls: dict, bench: Callable[[Callable[[], object]], float],
               failed: dict) -> dict:
-    """Each call's median time over ROUNDS rounds of the calls in turns; one whose timing
-    fails goes to `failed` with the reason."""
+    """Each call's median time over ROUNDS rounds of the calls in turns, and the rounds'
+    spread ((slowest - fastest) / median); one whose timing fails goes to `failed` with the
+    reason."""
     times: dict = {v: [] for v in calls}
     for _ in range(ROUNDS):
         for variant, call in calls.items():
@@ -388,7 +391,12 @@ def _in_turns(calls: dict, bench: Callable[[Callable[[], object]], float],
                     times[variant].append(bench(call))
                 except Exception as err:  # noqa: BLE001 - a variant that fails is a row
                     failed[variant] = _failure(err)
-    return {v: statistics.median(t) for v, t in times.items() if v not in failed}
+    found = {}
+    for v, t in times.items():
+        if v not in failed:
+            median = statistics.median(t)
+            found[v] = (median, (max(t) - min(t)) / median if median > 0 else math.nan)
+    return found
 
 
 def _failure(err: Exception) -> str:
@@ -453,13 +461,14 @@ SLOWEST = 0.98  # no tlab variant slower than its PyTorch counterpart by more th
 
 def report(rows: list[Timed], breaks: dict[str, int]) -> list[str]:
     """The Markdown the command prints: every variant's time and error, then the targets."""
-    lines = ["| width | workload | variant | ms | vs PyTorch | error vs float64 | host ms | note |",
+    lines = ["| width | workload | variant | ms (rounds' spread) | vs PyTorch | error vs float64 | "
+             "host ms | note |",
              "|---|---|---|---|---|---|---|---|"]
     vs = {(w, load, name): r for w, load, name, r in ratios(rows)}
     for r in rows:
         ratio = vs.get((r.width, r.workload, r.variant))
         lines.append(f"| {r.width} | {r.workload} | {r.variant} | "
-                     f"{'-' if r.ms is None else f'{r.ms:.4g}'} | "
+                     f"{'-' if r.ms is None else f'{r.ms:.4g}'}{_spread(r.spread, ' ')} | "
                      f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
                      f"{'-' if r.error is None else f'{r.error:.2e}'} | "
                      f"{'-' if r.host_ms is None else f'{r.host_ms:.3g}'} | {r.note} |")
@@ -476,9 +485,18 @@ def report(rows: list[Timed], breaks: dict[str, int]) -> list[str]:
     worst = min(vs.items(), key=lambda item: item[1], default=None)
     if worst:
         (width, load, name), ratio = worst
+        rows_by = {(r.width, r.workload, r.variant): r for r in rows}
+        theirs = rows_by[(width, load, name.replace(TlabOps.name, TorchOps.name, 1))]
+        spreads = (f"; rounds' spread {_spread(rows_by[(width, load, name)].spread)} and "
+                   f"{_spread(theirs.spread)}" if theirs.spread is not None else "")
         lines.append(f"- no variant slower than PyTorch's by more than 2%: worst {ratio:.3f}x "
-                     f"({width} {load}, {name}; {'met' if ratio >= SLOWEST else 'missed'})")
+                     f"({width} {load}, {name}{spreads}; "
+                     f"{'met' if ratio >= SLOWEST else 'missed'})")
     for width, count in breaks.items():
         lines.append(f"- graph breaks in the {width} block with tlab's ops: {count} "
                      f"({'met' if count == 0 else 'missed'}; target 0)")
     return lines
+
+
+def _spread(spread: float | None, before: str = "") -> str:
+    return "" if spread is None else f"{before}({spread:.0%})"
