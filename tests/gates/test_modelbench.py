@@ -154,7 +154,8 @@ def test_the_weights_tables_and_cache_are_kept_in_place_for_cuda_graphs():
 
 def test_loop_time_is_a_calls_time_in_a_loop_of_calls_finished(monkeypatch):
     """loop_time: two untimed calls (the first warms, the second sizes the loop), then as
-    many calls as take about loop_ms back to back, the clock stopped after the sync.
+    many calls as take about loop_ms back to back (timing.host_times, after its own warm
+    call), the clock stopped after the sync.
     TEST DATA: a clock that each call moves by 2 ms, and the sync by 0.5 ms."""
     clock = [0.0]
     monkeypatch.setattr(mb.time, "perf_counter", lambda: clock[0])
@@ -169,6 +170,6 @@ def test_loop_time_is_a_calls_time_in_a_loop_of_calls_finished(monkeypatch):
         clock[0] += 0.0005
 
     got = mb.loop_time(call, sync, loop_ms=26.0)
-    assert len(calls) == 2 + 10  # the sizing call took 2.5 ms with its sync: 26 // 2.5
-    assert got == pytest.approx((10 * 2.0 + 0.5) / 10)  # the last sync is on the clock
-    assert len(syncs) == 3
+    assert len(calls) == 3 + 10  # the sizing call took 2.5 ms with its sync: 26 // 2.5
+    assert got == pytest.approx((10 * 2.0 + 0.5) / 10)  # the loop's sync is on the clock
+    assert len(syncs) == 5  # after each untimed call, the loop, and after the round

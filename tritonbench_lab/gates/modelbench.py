@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from tritonbench_lab import ops
 from tritonbench_lab.kernels.rope import rotate_half_rope
+from tritonbench_lab.measure.timing import host_times
 from tritonbench_lab.runtime import library
 
 VOCAB = 50257  # GPT-2's vocabulary: odd, so no tile or vector load divides it
@@ -297,10 +298,11 @@ LOOP_MS = 30.0  # loop_time's calls take about this long a round
 def loop_time(fn: Callable[[], object], sync: Callable[[], None] | None = None,
               loop_ms: float = LOOP_MS) -> float:
     """A call's time in ms in a loop of calls back to back, finished: what a model's loop of
-    steps sees, the longer of its host and GPU time per call. Unlike do_bench, nothing runs
-    between the calls (do_bench flushes the L2 first, and a host-bound call then issues its
-    launches while the flush runs, which hides part of its host time); the weights of a
-    block do not fit in the L2 either way. As many calls as take about `loop_ms`."""
+    steps sees, the longer of its host and GPU time per call (timing.host_times, until
+    done). Unlike do_bench, nothing runs between the calls (do_bench flushes the L2 first,
+    and a host-bound call then issues its launches while the flush runs, which hides part of
+    its host time); the weights of a block do not fit in the L2 either way. As many calls as
+    take about `loop_ms`, from one warm call timed after a first."""
     if sync is None:
         sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
     fn()
@@ -309,11 +311,7 @@ def loop_time(fn: Callable[[], object], sync: Callable[[], None] | None = None,
     fn()
     sync()
     calls = max(3, min(1000, int(loop_ms / 1e3 / max(time.perf_counter() - start, 1e-9))))
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    sync()
-    return (time.perf_counter() - start) / calls * 1e3
+    return host_times((fn,), sync, calls, rounds=1, until_done=True)[0]
 
 
 def host_time(fn: Callable[[], object], calls: int = HOST_CALLS,
