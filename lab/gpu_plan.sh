@@ -26,6 +26,7 @@
 #                                       #   addmm's bias pass (lab/addmm_bias.py)
 #   bash lab/gpu_plan.sh addmm          # model-bench x4 after ops.addmm became torch.addmm
 #   bash lab/gpu_plan.sh last           # 1b decode again, the 1b 1x2048 ablation
+#   bash lab/gpu_plan.sh bind           # ops-bench with ops.bind's eager column (either GPU)
 #   bash lab/gpu_plan.sh models gates   # several plans: their steps in that order (a step
 #                                       #   of the same name runs once)
 #
@@ -41,7 +42,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, portability or models" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, portability or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -131,6 +132,8 @@ case "$plan" in
   last) STEPS+=(  # issue 51: 1b decode again (0.69x compiled b1 on a slow host), the 1x2048 ablation
     "mb8-1b-decode|45|model-bench --width 1b --workload decode --out $ROOT/logs/mb8-1b-decode.md"
     "ablation-1b-1x2048|40|lab/compiled_block_ablation.py 1b prefill_1x2048") ;;
+  bind) STEPS+=(  # issue 51: ops-bench with ops.bind's column, on this GPU's configs
+    "ops-bench-5-$slug|170|ops-bench --out $ROOT/logs/ops-bench-5-$slug.md") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(
@@ -143,7 +146,7 @@ case "$plan" in
     "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
     "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
-  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, portability or models" >&2; exit 2 ;;
+  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, portability or models" >&2; exit 2 ;;
 esac
 done
 

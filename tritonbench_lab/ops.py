@@ -29,6 +29,10 @@ Two kinds of call go elsewhere, decided before anything else:
   else a node that makes the eager per-shape decision when it runs, as it does for every
   shape a dynamic dimension takes.
 
+An eager loop calling an op at one shape where the op is host-bound (a decode step) binds it
+once: `sm = bind(softmax, x)` is, where ops calls the PyTorch op for x, that op itself (its
+calls cost what the op's cost), else softmax.
+
 An nn.Linear whose output width no tile divides (an LM head's vocabulary) goes through
 `prepare_linear(layer)`: its weight padded once, computed at the padded width, returned as a
 view.
@@ -79,7 +83,7 @@ from tritonbench_lab.runtime.own_kernels import TunedKernel, kernel  # re-export
 __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
            "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
            "matmul", "addmm", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add",
-           "record_shapes", "prepare_linear", "PaddedLinear"]
+           "record_shapes", "prepare_linear", "PaddedLinear", "bind"]
 
 # What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
 _DTYPES = {name: frozenset(get_spec(name).dtypes) for name in
@@ -244,8 +248,8 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.addmm(bias, a, b)
 
 
-def _torch_matmul_gelu(a, b, bias, approximate="none"):
-    return F.gelu(torch.addmm(bias, a, b), approximate=approximate)
+def _torch_matmul_gelu(a, b, bias, approximate="none", out=None):
+    return _into(out, F.gelu(torch.addmm(bias, a, b), approximate=approximate))
 
 
 def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximate: str = "none",
@@ -282,6 +286,10 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     return _into(out, _torch_matmul_gelu(a, b, bias, approximate))
 
 
+def _torch_softmax(x, out=None):
+    return torch.softmax(x, -1) if out is None else out.copy_(torch.softmax(x, -1))
+
+
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dim of a 2-D x."""
     fast = None  # the fast path (above _remember)
@@ -308,7 +316,7 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     return _into(out, torch.softmax(x, dim=-1))
 
 
-def _torch_rmsnorm(x, weight, eps, residual=None):
+def _torch_rmsnorm(x, weight, eps=_rmsnorm.EPS, residual=None):
     h = x if residual is None else x + residual
     y = F.rms_norm(h, (h.shape[-1],), weight, eps)  # what the sweeps timed as "torch"
     return y if residual is None else (y, h)
@@ -345,6 +353,10 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
     if residual is None:  # the common case without _torch_rmsnorm's call: it costs host time
         return F.rms_norm(x, (shape[-1],), weight, eps)
     return _torch_rmsnorm(x, weight, eps, residual)
+
+
+def _torch_layernorm(x, weight, bias, eps=_layernorm.EPS):
+    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
 
 
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
@@ -433,6 +445,41 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.add(x, y)
 
 
+# --- bound once: an eager loop at one shape -------------------------------------------------
+
+# Each op's PyTorch op, called with the op's own arguments (what ops runs in its place).
+_TORCH_SIDE = {matmul: torch.matmul, addmm: torch.addmm, matmul_gelu: _torch_matmul_gelu,
+               softmax: _torch_softmax, rmsnorm: _torch_rmsnorm, layernorm: _torch_layernorm,
+               rope: _rope.rotate_half_rope, add: torch.add}
+
+
+def bind(op: Callable, *args, **kwargs) -> Callable:
+    """`op` (one of the ops above), decided once for calls like op(*args, **kwargs): where
+    ops runs the PyTorch op for that call eagerly, the PyTorch op itself, taking op's
+    arguments, so that the calls after add no host time to it (ops' fast path still asks a
+    few questions a call); where ops runs tlab's kernel, or where autograd needs the result,
+    `op`. Calls op(*args, **kwargs) once to decide. For eager loops at one shape where the
+    op is host-bound (a decode step): the function returned asks nothing per call, so it
+    follows no later change of configs, and a CUDA graph captured from the PyTorch op
+    returned runs that op (captured, ops may run tlab's kernel: capture `op` itself)."""
+    if op not in _TORCH_SIDE:
+        names = ", ".join(f"ops.{f.__name__}" for f in _TORCH_SIDE)
+        raise TlabError(f"bind takes one of {names}; got {op!r}")
+    if op is addmm:  # torch.addmm always
+        return torch.addmm
+    if _compiling():
+        return op
+    _dispatch.remembered[0] = None
+    valid_until, _file_state[2] = _file_state[2], 0.0  # no fast path: these calls decide
+    try:
+        op(*args, **kwargs)
+        if _dispatch.remembered[0] is None:  # a kernel that runs eagerly once (_FirstCall)
+            op(*args, **kwargs)
+    finally:
+        _file_state[2] = max(valid_until, _file_state[2])
+    return op if _dispatch.remembered[0] is None else _TORCH_SIDE[op]
+
+
 # The registered ops (runtime/library.py): each decomposes, when a graph is traced at a static
 # shape, into the PyTorch op where tlab's kernel does not run there, else into a node that
 # runs the eager op above when the graph runs; each such node's fake is the PyTorch op.
@@ -468,7 +515,7 @@ _REGISTERED = {
         "matmul_gelu", in_graphs.scratch_not_kept(matmul_gelu), _torch_matmul_gelu,
         lambda a, b, bias, approximate: approximate in _GELU_KERNELS and _may_run_matmul(
             _GELU_KERNELS[approximate], a, b, _matmul_gelu.FORMS[approximate])),
-    "softmax": library.define("softmax", softmax, lambda x: torch.softmax(x, -1),
+    "softmax": library.define("softmax", softmax, _torch_softmax,
                               lambda x: _may_run_rows("softmax", x)),
     "rmsnorm": library.define("rmsnorm", rmsnorm, _torch_rmsnorm,
                               lambda x, w, eps: _may_run_rows("rmsnorm", x)),
@@ -476,7 +523,7 @@ _REGISTERED = {
         "add_rmsnorm", lambda x, w, eps, r: rmsnorm(x, w, eps, r), _torch_rmsnorm,
         lambda x, w, eps, r: _may_run_rows("add_rmsnorm", x)),
     "layernorm": library.define(
-        "layernorm", layernorm, lambda x, w, b, eps: F.layer_norm(x, (x.shape[-1],), w, b, eps),
+        "layernorm", layernorm, _torch_layernorm,
         lambda x, w, b, eps: _may_run_rows("layernorm", x)),
     "rope": library.define("rope", rope, _rope.rotate_half_rope,
                            lambda q, k, cos, sin: q.ndim == 4 and _may_run(

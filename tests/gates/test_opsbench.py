@@ -48,29 +48,32 @@ def test_each_kernel_of_the_benchmark_calls_ops_and_the_op_it_stands_in_for(devi
     assert {k for k, _ in small} == {k for k, _, _ in SHAPES}
     for kernel, sizes in small:
         inputs = make_inputs(kernel, sizes, torch.float32, device, seed=3)
-        ops_call, torch_call, call_sizes, _ = _calls(kernel, inputs)
+        ops_call, torch_call, bound_call, call_sizes, _ = _calls(kernel, inputs)
         assert call_sizes == sizes[:len(get_spec(kernel).dims)]
         outputs = as_outputs(ops_call())
         if len(sizes) == 5:  # rope's k of one head beside q's four
             assert outputs[1].shape == (2, 3, 1, 8) and outputs[0].shape == (2, 3, 4, 8)
-        for got, want in zip(outputs, as_outputs(torch_call()), strict=True):
+        for got, want, bound in zip(outputs, as_outputs(torch_call()), as_outputs(bound_call()),
+                                    strict=True):
             torch.testing.assert_close(got, want)
+            torch.testing.assert_close(bound, want)
 
 
-def _row(kernel, ops_ms, torch_ms, host, bare, calls="triton", eager=(1.0, 1.0)):
+def _row(kernel, ops_ms, torch_ms, host, bare, calls="triton", eager=(1.0, 1.0, 1.0)):
     return OpsRow(kernel, "bf16", "8x8", calls, True, ops_ms, torch_ms, ops_ms, torch_ms,
                   host, bare, *eager)
 
 
 def test_report_names_the_slowest_shape_and_the_most_overhead():
-    rows = [_row("softmax", 1.0, 2.0, 12.0, 10.0, eager=(50.0, 20.0)),
-            _row("matmul", 1.0, 0.9, 9.0, 3.0, "torch")]
+    rows = [_row("softmax", 1.0, 2.0, 12.0, 10.0, eager=(50.0, 20.0, 40.0)),
+            _row("matmul", 1.0, 0.9, 9.0, 3.0, "torch", eager=(8.0, 6.0, 5.0))]
     lines = report(rows)
     assert lines[2].startswith(
-        "| softmax | bf16 | 8x8 | triton | yes | 2.000 | 2.000 | 0.400 | 12.0 |")
+        "| softmax | bf16 | 8x8 | triton | yes | 2.000 | 2.000 | 0.400 | 0.500 | 12.0 |")
     text = "\n".join(lines)
     assert "slowest against the PyTorch op (do_bench): 0.900x at matmul" in text
     assert "slowest against the PyTorch op (eager, calls back to back): 0.400x at softmax" in text
+    assert "slowest against the PyTorch op (eager, ops.bind's function): 0.500x at softmax" in text
     assert "most host time ops adds per call: 6.0 us at matmul" in lines[-1]
     assert "tlab's kernel at 1, correct: 2" in text
 

@@ -259,6 +259,7 @@ _compiled: dict[tuple, tuple] = {}  # key -> (in a compiled graph, and captured)
 # ops.py's keys of calls known to run the PyTorch op eagerly -> what such a call asks before
 # it skips the decision (op_eagerly). Forgotten with the plans.
 op_only: dict = {}
+remembered: list = [None]  # what remember's last call found (op_eagerly's; ops.bind reads it)
 _slugs: dict[int, str] = {}  # CUDA device index (-1: the CPU) -> GPU slug
 # [when last looked at, the default configs folder then, until when ops' fast path holds]
 _file_state: list = [0.0, None, 0.0]
@@ -321,10 +322,10 @@ def remember(fast: tuple | None, kernel: str | None = None, dtype=None, sizes=No
     """ops' fast path, after a call that ran the PyTorch op: let the next calls of `fast`
     skip the decision where the plan says the op eagerly (kernel None: no kernel applies),
     with what they ask first (op_eagerly)."""
-    if fast is not None:
-        asks = never if kernel is None else op_eagerly(kernel, dtype, sizes, device)
-        if asks is not None:
-            op_only[fast] = asks
+    asks = never if kernel is None else op_eagerly(kernel, dtype, sizes, device)
+    remembered[0] = asks
+    if fast is not None and asks is not None:
+        op_only[fast] = asks
 
 
 def in_compiled_graph(kernel: str, dtype, sizes: tuple[int, ...], device: int,
