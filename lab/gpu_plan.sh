@@ -133,7 +133,8 @@ case "$plan" in
     "mb8-1b-decode|45|model-bench --width 1b --workload decode --out $ROOT/logs/mb8-1b-decode.md"
     "ablation-1b-1x2048|40|lab/compiled_block_ablation.py 1b prefill_1x2048") ;;
   bind) STEPS+=(  # issue 51: ops-bench with ops.bind's column, on this GPU's configs
-    "ops-bench-5-$slug|170|ops-bench --out $ROOT/logs/ops-bench-5-$slug.md") ;;
+    "ops-bench-5-$slug|170|ops-bench --out $ROOT/logs/ops-bench-5-$slug.md"
+    "addmm-bias-2-$slug|50|lab/addmm_bias.py") ;;  # and a prepared linear with a bias
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(

@@ -148,11 +148,13 @@ PAD_TO = 64  # N a multiple of this: every tile width and vector load of matmul 
 
 
 class PaddedLinear(torch.nn.Module):
-    """y = x @ weight.T + bias (nn.Linear's sum, for inference) through `matmul`, with the
-    weight stored once as K x N' where N' is N rounded up to a multiple of `multiple`: the
-    product is computed at N' (where tlab's kernel and the PyTorch op both load whole vectors
-    and tiles) and y is a view of its first N columns, so its rows are N' apart in memory.
-    The padding columns are zeros and are never read back. Built by prepare_linear."""
+    """y = x @ weight.T + bias (nn.Linear's sum, for inference), with the weight stored once
+    as K x N' where N' is N rounded up to a multiple of `multiple` (and the bias as N'
+    values): the product is computed at N' (where tlab's kernel and the PyTorch op both load
+    whole vectors and tiles) and y is a view of its first N columns, so its rows are N' apart
+    in memory. The padding is zeros and is never read back. Without a bias, through `matmul`;
+    with one, torch.addmm, whose GEMM adds the bias in its epilogue (`addmm`'s reason).
+    Built by prepare_linear."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
                  multiple: int = PAD_TO):
@@ -166,13 +168,15 @@ class PaddedLinear(torch.nn.Module):
         # K x N', contiguous: the layout matmul's right operand is tuned in
         padded = F.pad(weight.detach().t(), (0, extra)).contiguous()
         self.register_buffer("padded", padded)
-        self.register_buffer("bias", None if bias is None else bias.detach().clone())
+        self.register_buffer("bias", None if bias is None else
+                             F.pad(bias.detach(), (0, extra)).contiguous())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        lead = x.shape[:-1]
-        y = matmul(x.reshape(-1, self.in_features), self.padded)[:, :self.out_features]
-        if self.bias is not None:
-            y = y + self.bias  # a new tensor, contiguous: the padding gives no view here
+        lead, rows = x.shape[:-1], x.reshape(-1, self.in_features)
+        if self.bias is None:
+            y = matmul(rows, self.padded)[:, :self.out_features]
+        else:
+            y = torch.addmm(self.bias, rows, self.padded)[:, :self.out_features]
         return y.reshape(*lead, self.out_features) if len(lead) != 1 else y
 
     def extra_repr(self) -> str:

@@ -70,13 +70,31 @@ def test_the_output_is_a_view_of_the_padded_product(untuned):
 
 def test_tlab_kernel_runs_at_the_padded_shape_where_it_is_tuned(tuned_at_padded):
     """The decision is made at the padded shape (24x128x40), the one computed."""
-    layer = linear(40, 67)
-    prepared = ops.prepare_linear(layer.weight, layer.bias)
+    layer = linear(40, 67, bias=False)
+    prepared = ops.prepare_linear(layer.weight)
     x = random(24, 40)
     with torch.inference_mode():
         y = prepared(x)
     assert dispatch.bound_launch("matmul", torch.float32, (24, 128, 40),
                                  x.get_device()) is not None
+    torch.testing.assert_close(y, F.linear(x, layer.weight).detach(), rtol=1e-4, atol=1e-4)
+
+
+def test_with_a_bias_the_padded_product_is_torch_addmm_even_where_the_kernel_is_tuned(
+        tuned_at_padded, monkeypatch):
+    """A bias goes into the GEMM's epilogue (torch.addmm at the padded width, its bias padded
+    too), not into a pass after tlab's kernel; the output is still a view."""
+    layer = linear(40, 67)
+    prepared = ops.prepare_linear(layer)
+    assert prepared.bias.shape == (128,) and torch.count_nonzero(prepared.bias[67:]) == 0
+    products = []
+    real_addmm = torch.addmm
+    monkeypatch.setattr(ops, "matmul", lambda *a: products.append("ops.matmul"))
+    monkeypatch.setattr(torch, "addmm", lambda *a: products.append("addmm") or real_addmm(*a))
+    x = random(24, 40)
+    with torch.inference_mode():
+        y = prepared(x)
+    assert products == ["addmm"] and y.stride() == (128, 1)
     torch.testing.assert_close(y, F.linear(x, layer.weight, layer.bias).detach(),
                                rtol=1e-4, atol=1e-4)
 
