@@ -157,6 +157,20 @@ def test_host_times_take_turns_and_keep_the_sync_off_the_clock(monkeypatch):
     assert eager == pytest.approx((4e-6 + 1.0) / 4 * 1e3)
 
 
+def test_host_times_give_the_median_round_or_with_least_the_fastest(monkeypatch):
+    """TEST DATA: a call costing 5 us warm, then 3, 1 and 2 us a call in three rounds."""
+    clock = FakeClock(monkeypatch)
+    costs = iter([5e-6] + [3e-6] * 2 + [1e-6] * 2 + [2e-6] * 2)
+
+    def call():
+        clock.now += next(costs)
+
+    assert host_times((call,), lambda: None, calls=2, rounds=3) == [pytest.approx(2e-3)]
+    costs = iter([5e-6] + [3e-6] * 2 + [1e-6] * 2 + [2e-6] * 2)
+    assert host_times((call,), lambda: None, calls=2, rounds=3, least=True) == [
+        pytest.approx(1e-3)]
+
+
 @pytest.mark.parametrize("gpu_ms, calls", [(0.003, HOST_CALLS), (1.0, 10), (50.0, 2)])
 def test_host_ms_holds_about_a_round_budget_of_gpu_work(monkeypatch, gpu_ms, calls):
     clock, log = FakeClock(monkeypatch), []

@@ -12,11 +12,12 @@ F.gelu(torch.addmm(...)), torch.add, torch.matmul) and `tlab` (tritonbench_lab.o
 layernorm, addmm, rope, matmul_gelu, add; the LM head through prepare_linear). Each runs
 eagerly and compiled (torch.compile), and compiled with CUDA graphs
 (mode="reduce-overhead"), the weights, tables and KV cache kept in place (keep_in_place).
-Every variant's output is checked against the same block run in float64 with the torch op
-set, then timed as a model's loop of steps runs it (loop_time: calls back to back, finished,
-no cache flush between them) in turns with its PyTorch counterpart (ROUNDS times, the
-median), and its host time per call taken (host_time: at the GPU time or above, the variant
-waits on its host). Speed targets are judged here and printed, never in tests.
+Every variant's output is checked against the same block run in float64 with the torch op set,
+then timed as a model's loop of steps runs it (loop_time: calls back to back, finished, no
+cache flush between them) in turns with its PyTorch counterpart (ROUNDS times, the fastest: a
+shared host's noise only adds time), and its host time per call taken (host_time: at the GPU
+time or above, the variant waits on its host). Speed targets are judged here and printed, never
+in tests.
 """
 
 from __future__ import annotations
@@ -283,14 +284,14 @@ class Timed:
     width: str
     workload: str
     variant: str
-    ms: float | None  # loop_time's median over ROUNDS; None where the variant failed
+    ms: float | None  # loop_time's fastest of ROUNDS; None where the variant failed
     error: float | None  # error_of against the float64 run
     note: str = ""  # why it failed, or graph breaks
     host_ms: float | None = None  # the host's time to issue one call (host_time); not taken
     spread: float | None = None  # (slowest - fastest) / median of its ROUNDS times
 
 
-ROUNDS = 5  # each pair timed in turns this many times; a variant's time is its median
+ROUNDS = 9  # each pair timed in turns this many times; a variant's time is its fastest
 HOST_CALLS, HOST_ROUNDS = 5, 5
 LOOP_MS = 30.0  # loop_time's calls take about this long a round
 
@@ -340,8 +341,9 @@ def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graph
             host: Callable[[Callable[[], object]], float] | None = None) -> list[Timed]:
     """Every variant of one width and workload: checked against float64, then timed (and
     its host time taken by `host`, where given). A variant and its PyTorch counterpart are
-    built together and timed in turns, ROUNDS times (their median), so that a drift of the
-    GPU's clock or of the host between them does not count as either's. Each pair of
+    built together and timed in turns, ROUNDS times (the fastest: noise on a shared host
+    only adds time), so that a drift of the GPU's clock or of the host between them does not
+    count as either's. Each pair of
     compiled variants starts from a reset compiler (torch._dynamo.reset, which also drops
     the CUDA graph trees), so that one that fails leaves nothing behind for the next."""
     w64, inputs64 = weights(width, torch.float64, device), make_inputs(width, load, torch.float64,
@@ -370,15 +372,15 @@ def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graph
                                    failed[variant]))
                 continue
             call, error, nodes = built[variant]
-            median, spread = times[variant]
-            found.append(Timed(width.name, load.name, variant.name, median, error, nodes,
+            fastest, spread = times[variant]
+            found.append(Timed(width.name, load.name, variant.name, fastest, error, nodes,
                                None if host is None else host(call), spread))
     return found + measure_head(width, load, w, inputs, bench)
 
 
 def _in_turns(calls: dict, bench: Callable[[Callable[[], object]], float],
               failed: dict) -> dict:
-    """Each call's median time over ROUNDS rounds of the calls in turns, and the rounds'
+    """Each call's fastest time over ROUNDS rounds of the calls in turns, and the rounds'
     spread ((slowest - fastest) / median); one whose timing fails goes to `failed` with the
     reason."""
     times: dict = {v: [] for v in calls}
@@ -393,7 +395,7 @@ def _in_turns(calls: dict, bench: Callable[[Callable[[], object]], float],
     for v, t in times.items():
         if v not in failed:
             median = statistics.median(t)
-            found[v] = (median, (max(t) - min(t)) / median if median > 0 else math.nan)
+            found[v] = (min(t), (max(t) - min(t)) / median if median > 0 else math.nan)
     return found
 
 

@@ -3,12 +3,12 @@ nobody tuned, on a GPU, in one run.
 
 Per shape: the ops result against float64 (the kernel's tolerance); GPU time of ops and of the
 PyTorch op, timed like the sweeps (do_bench, L2 flushed) and under CUDA-graph replay (launch
-cost gone); the time of a call in a loop of eager calls (back to back, finished: the longer
-of host and GPU time), of ops, of the PyTorch op and of what ops.bind returns for the shape
-(the PyTorch op itself where ops calls it), in turns; and the host time of one call (calls
-queued back to back, no waiting on the GPU): of ops, and of the launcher ops bound for that
-shape (or of the PyTorch op where ops chose it), so that what ops itself adds is their
-difference. Speed targets live here, not in tests.
+cost gone); the time of a call in a loop of eager calls (back to back, finished: the longer of
+host and GPU time), of ops, of the PyTorch op and of what ops.bind returns for the shape (the
+PyTorch op itself where ops calls it), in turns, each its fastest round; and the host time of
+one call (calls queued back to back, no waiting on the GPU): of ops, and of the launcher ops
+bound for that shape (or of the PyTorch op where ops chose it), so that what ops itself adds is
+their difference. Speed targets live here, not in tests.
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0)
                                                 HOST_CALLS, HOST_ROUNDS)),
                   *(t * 1e3 for t in host_times((ops_call, torch_call, bound_call),
                                                 torch.cuda.synchronize, HOST_CALLS, HOST_ROUNDS,
-                                                until_done=True)))
+                                                until_done=True, least=True)))
 
 
 def report(rows: list[OpsRow]) -> list[str]:
