@@ -253,7 +253,8 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _torch_matmul_gelu(a, b, bias, approximate="none", out=None):
-    return _into(out, F.gelu(torch.addmm(bias, a, b), approximate=approximate))
+    y = F.gelu(torch.addmm(bias, a, b), approximate=approximate)
+    return y if out is None else out.copy_(y)
 
 
 def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximate: str = "none",

@@ -87,6 +87,16 @@ def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     assert "the block alone, ops eager over PyTorch eager, prefill: 1.250x (no target)" in text
 
 
+def test_a_ratio_of_pairs_timed_in_turns_is_the_median_of_its_rounds_ratios():
+    """TEST DATA: three rounds in which the GPU ran 2x slower once for both sides: round by
+    round tlab is 0.91x, 0.95x and 1.05x torch (median 0.95x); the medians' ratio would say
+    0.91x, and the fastest rounds' 0.95x by luck."""
+    rows = [mb.Timed("1b", "decode b1", "torch eager", 1.0, 1e-3, rounds=(1.0, 1.0, 2.0)),
+            mb.Timed("1b", "decode b1", "tlab eager", 1.1, 1e-3, rounds=(1.1, 1.05, 1.9))]
+    ((*_, ratio),) = mb.ratios(rows)
+    assert ratio == pytest.approx(1.0 / 1.05)
+
+
 def test_every_variant_is_checked_and_timed_with_and_without_the_head(tmp_path, monkeypatch):
     """`measure` on the CPU with a stand-in clock: each eager and compiled variant of both op
     sets, with the head and without, checked against its own float64 run, then the head
@@ -111,17 +121,19 @@ def test_every_variant_is_checked_and_timed_with_and_without_the_head(tmp_path, 
 
 
 def test_a_variant_and_its_counterpart_are_timed_in_turns(monkeypatch):
-    """Each pair's calls alternate (torch, tlab, torch, ...), each variant's time the fastest
+    """Each pair's calls alternate (torch, tlab, torch, ...), each variant's time the median
     of its ROUNDS: with a clock that only grows, timing one after the other would give the
-    first a fastest round ROUNDS calls ahead of the second's, not one."""
+    first the smaller median."""
     clock = iter(range(1, 1000))
     rows = mb.measure(TINY, LOADS[1], torch.float32, "cpu", False,
                       lambda fn: float(next(clock)))
     ms = {r.variant: r.ms for r in rows}
     turns = 2 * mb.ROUNDS  # calls of one pair: torch's the odd ones, tlab's the even
     middle = 2.0 * (mb.ROUNDS // 2) + 1  # the median of 1, 3, ..., 2 ROUNDS - 1
-    assert [ms["torch eager"], ms["tlab eager"]] == [1.0, 2.0]
-    assert [ms["torch compiled"], ms["tlab compiled"]] == [turns + 1, turns + 2]
+    assert [ms["torch eager"], ms["tlab eager"]] == [middle, middle + 1]
+    assert [ms["torch compiled"], ms["tlab compiled"]] == [turns + middle, turns + middle + 1]
+    rounds = {r.variant: r.rounds for r in rows}
+    assert rounds["tlab eager"] == tuple(2.0 * i for i in range(1, mb.ROUNDS + 1))
     spread = {r.variant: r.spread for r in rows}  # torch eager's times: 1, 3, ..., 2 ROUNDS - 1
     assert spread["torch eager"] == pytest.approx((2 * mb.ROUNDS - 2) / middle)
 

@@ -60,8 +60,21 @@ def test_each_kernel_of_the_benchmark_calls_ops_and_the_op_it_stands_in_for(devi
 
 
 def _row(kernel, ops_ms, torch_ms, host, bare, calls="triton", eager=(1.0, 1.0, 1.0)):
+    ops_eager, torch_eager, bound_eager = eager
     return OpsRow(kernel, "bf16", "8x8", calls, True, ops_ms, torch_ms, ops_ms, torch_ms,
-                  host, bare, *eager)
+                  host, bare, *eager, torch_eager / ops_eager, torch_eager / bound_eager)
+
+
+def test_eager_ratios_are_the_medians_of_the_rounds_ratios():
+    """TEST DATA: three rounds (ms) of ops, the op and bind's function, in turns; the host ran
+    slow in the second round for all three."""
+    from tritonbench_lab.gates.opsbench import _eager
+
+    ops_us, torch_us, bound_us, eager, bound = _eager(
+        [[1.1, 2.2, 1.0], [1.0, 2.0, 1.0], [1.0, 2.2, 1.05]])
+    assert (ops_us, torch_us, bound_us) == pytest.approx((1100.0, 1000.0, 1050.0))
+    # round by round: ops 0.91x, 0.91x, 1.0x; bind's 1.0x, 0.91x, 0.95x
+    assert eager == pytest.approx(1.0 / 1.1) and bound == pytest.approx(1.0 / 1.05)
 
 
 def test_report_names_the_slowest_shape_and_the_most_overhead():

@@ -17,6 +17,7 @@ from tritonbench_lab.measure.timing import (
     BenchOptions,
     first_pass_verdict,
     host_ms,
+    host_rounds,
     host_times,
     judge,
     quantiles,
@@ -157,7 +158,7 @@ def test_host_times_take_turns_and_keep_the_sync_off_the_clock(monkeypatch):
     assert eager == pytest.approx((4e-6 + 1.0) / 4 * 1e3)
 
 
-def test_host_times_give_the_median_round_or_with_least_the_fastest(monkeypatch):
+def test_host_rounds_give_each_rounds_time_and_host_times_their_median(monkeypatch):
     """TEST DATA: a call costing 5 us warm, then 3, 1 and 2 us a call in three rounds."""
     clock = FakeClock(monkeypatch)
     costs = iter([5e-6] + [3e-6] * 2 + [1e-6] * 2 + [2e-6] * 2)
@@ -165,10 +166,10 @@ def test_host_times_give_the_median_round_or_with_least_the_fastest(monkeypatch)
     def call():
         clock.now += next(costs)
 
-    assert host_times((call,), lambda: None, calls=2, rounds=3) == [pytest.approx(2e-3)]
+    assert host_rounds((call,), lambda: None, calls=2, rounds=3) == [
+        [pytest.approx(3e-3), pytest.approx(1e-3), pytest.approx(2e-3)]]
     costs = iter([5e-6] + [3e-6] * 2 + [1e-6] * 2 + [2e-6] * 2)
-    assert host_times((call,), lambda: None, calls=2, rounds=3, least=True) == [
-        pytest.approx(1e-3)]
+    assert host_times((call,), lambda: None, calls=2, rounds=3) == [pytest.approx(2e-3)]
 
 
 @pytest.mark.parametrize("gpu_ms, calls", [(0.003, HOST_CALLS), (1.0, 10), (50.0, 2)])

@@ -14,8 +14,8 @@ eagerly and compiled (torch.compile), and compiled with CUDA graphs
 (mode="reduce-overhead"), the weights, tables and KV cache kept in place (keep_in_place).
 Every variant's output is checked against the same block run in float64 with the torch op set,
 then timed as a model's loop of steps runs it (loop_time: calls back to back, finished, no
-cache flush between them) in turns with its PyTorch counterpart (ROUNDS times, the fastest: a
-shared host's noise only adds time), and its host time per call taken (host_time: at the GPU
+cache flush between them) in turns with its PyTorch counterpart (ROUNDS times: the ratio is the
+median of the rounds' ratios), and its host time per call taken (host_time: at the GPU
 time or above, the variant waits on its host). Speed targets are judged here and printed, never
 in tests.
 """
@@ -284,14 +284,15 @@ class Timed:
     width: str
     workload: str
     variant: str
-    ms: float | None  # loop_time's fastest of ROUNDS; None where the variant failed
+    ms: float | None  # loop_time's median over ROUNDS; None where the variant failed
     error: float | None  # error_of against the float64 run
     note: str = ""  # why it failed, or graph breaks
     host_ms: float | None = None  # the host's time to issue one call (host_time); not taken
     spread: float | None = None  # (slowest - fastest) / median of its ROUNDS times
+    rounds: tuple[float, ...] = ()  # those times, in the order taken (in turns: ratios)
 
 
-ROUNDS = 9  # each pair timed in turns this many times; a variant's time is its fastest
+ROUNDS = 9  # each pair timed in turns this many times; a variant's time is its median
 HOST_CALLS, HOST_ROUNDS = 5, 5
 LOOP_MS = 30.0  # loop_time's calls take about this long a round
 
@@ -341,9 +342,9 @@ def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graph
             host: Callable[[Callable[[], object]], float] | None = None) -> list[Timed]:
     """Every variant of one width and workload: checked against float64, then timed (and
     its host time taken by `host`, where given). A variant and its PyTorch counterpart are
-    built together and timed in turns, ROUNDS times (the fastest: noise on a shared host
-    only adds time), so that a drift of the GPU's clock or of the host between them does not
-    count as either's. Each pair of
+    built together and timed in turns, ROUNDS times, so that a drift of the GPU's clock or
+    of the host between rounds counts for neither: their ratio is the median of the rounds'
+    ratios (ratios). Each pair of
     compiled variants starts from a reset compiler (torch._dynamo.reset, which also drops
     the CUDA graph trees), so that one that fails leaves nothing behind for the next."""
     w64, inputs64 = weights(width, torch.float64, device), make_inputs(width, load, torch.float64,
@@ -372,17 +373,17 @@ def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graph
                                    failed[variant]))
                 continue
             call, error, nodes = built[variant]
-            fastest, spread = times[variant]
-            found.append(Timed(width.name, load.name, variant.name, fastest, error, nodes,
-                               None if host is None else host(call), spread))
+            median, spread, rounds = times[variant]
+            found.append(Timed(width.name, load.name, variant.name, median, error, nodes,
+                               None if host is None else host(call), spread, rounds))
     return found + measure_head(width, load, w, inputs, bench)
 
 
 def _in_turns(calls: dict, bench: Callable[[Callable[[], object]], float],
               failed: dict) -> dict:
-    """Each call's fastest time over ROUNDS rounds of the calls in turns, and the rounds'
-    spread ((slowest - fastest) / median); one whose timing fails goes to `failed` with the
-    reason."""
+    """Each call's median time over ROUNDS rounds of the calls in turns, the rounds' spread
+    ((slowest - fastest) / median) and the rounds' times; one whose timing fails goes to
+    `failed` with the reason."""
     times: dict = {v: [] for v in calls}
     for _ in range(ROUNDS):
         for variant, call in calls.items():
@@ -395,7 +396,8 @@ def _in_turns(calls: dict, bench: Callable[[Callable[[], object]], float],
     for v, t in times.items():
         if v not in failed:
             median = statistics.median(t)
-            found[v] = (min(t), (max(t) - min(t)) / median if median > 0 else math.nan)
+            found[v] = (median, (max(t) - min(t)) / median if median > 0 else math.nan,
+                        tuple(t))
     return found
 
 
@@ -434,14 +436,20 @@ def graph_breaks(width: Width, load: Workload, dtype: torch.dtype, device: str) 
 
 def ratios(rows: list[Timed]) -> list[tuple[str, str, str, float]]:
     """(width, workload, variant, its PyTorch counterpart's time over its own) for every tlab
-    variant timed beside its counterpart: above 1, tlab's is faster."""
-    by = {(r.width, r.workload, r.variant): r.ms for r in rows if r.ms}
+    variant timed beside its counterpart: above 1, tlab's is faster. Timed in turns, the
+    median of the rounds' ratios (each round's two times were taken back to back, under the
+    same clocks and host load); else the ratio of the times."""
+    by = {(r.width, r.workload, r.variant): r for r in rows if r.ms}
     out = []
-    for (width, load, name), ms in by.items():
+    for (width, load, name), mine in by.items():
         if name.startswith(TlabOps.name):
             theirs = by.get((width, load, name.replace(TlabOps.name, TorchOps.name, 1)))
-            if theirs:
-                out.append((width, load, name, theirs / ms))
+            if theirs is None:
+                continue
+            paired = len(mine.rounds) == len(theirs.rounds) > 0
+            out.append((width, load, name, statistics.median(
+                [t / m for t, m in zip(theirs.rounds, mine.rounds, strict=True)])
+                if paired else theirs.ms / mine.ms))
     return out
 
 

@@ -5,14 +5,15 @@ Per shape: the ops result against float64 (the kernel's tolerance); GPU time of 
 PyTorch op, timed like the sweeps (do_bench, L2 flushed) and under CUDA-graph replay (launch
 cost gone); the time of a call in a loop of eager calls (back to back, finished: the longer of
 host and GPU time), of ops, of the PyTorch op and of what ops.bind returns for the shape (the
-PyTorch op itself where ops calls it), in turns, each its fastest round; and the host time of
-one call (calls queued back to back, no waiting on the GPU): of ops, and of the launcher ops
-bound for that shape (or of the PyTorch op where ops chose it), so that what ops itself adds is
-their difference. Speed targets live here, not in tests.
+PyTorch op itself where ops calls it), in turns (each ratio the median of its rounds'); and the
+host time of one call (calls queued back to back, no waiting on the GPU): of ops, and of the
+launcher ops bound for that shape (or of the PyTorch op where ops chose it), so that what ops
+itself adds is their difference. Speed targets live here, not in tests.
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 import torch
@@ -22,7 +23,7 @@ import triton.testing
 from tritonbench_lab import ops
 from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels.rope import rotate_half_rope
-from tritonbench_lab.measure.timing import host_times
+from tritonbench_lab.measure.timing import host_rounds, host_times
 from tritonbench_lab.measure.verify import as_outputs, check
 from tritonbench_lab.spec import parse_dtype
 
@@ -82,6 +83,8 @@ class OpsRow:
     ops_eager_us: float  # a call's time in a loop of calls, finished (timing.host_times)
     torch_eager_us: float
     bound_eager_us: float  # the same of ops.bind's function for the shape
+    eager_ratio: float  # torch's eager time over ops', round by round: their median (> 1: ops
+    bound_ratio: float  # is faster); the same over ops.bind's function's
 
     @property
     def ratio(self) -> float:
@@ -92,16 +95,6 @@ class OpsRow:
     def graph_ratio(self) -> float:
         return self.torch_graph_ms / self.ops_graph_ms
 
-    @property
-    def eager_ratio(self) -> float:
-        """The same, called eagerly back to back: where the host time of a call exceeds its
-        GPU time, the host's (inputs stay in the L2 between calls of small shapes)."""
-        return self.torch_eager_us / self.ops_eager_us
-
-    @property
-    def bound_ratio(self) -> float:
-        """The same for ops.bind's function: the PyTorch op itself where ops calls it."""
-        return self.torch_eager_us / self.bound_eager_us
 
     @property
     def overhead_us(self) -> float:
@@ -194,9 +187,18 @@ def measure(kernel: str, dtype_name: str, sizes: tuple[int, ...], seed: int = 0)
                   ops_graph, torch_graph,
                   *(t * 1e3 for t in host_times((ops_call, bare), torch.cuda.synchronize,
                                                 HOST_CALLS, HOST_ROUNDS)),
-                  *(t * 1e3 for t in host_times((ops_call, torch_call, bound_call),
-                                                torch.cuda.synchronize, HOST_CALLS, HOST_ROUNDS,
-                                                until_done=True, least=True)))
+                  *_eager(host_rounds((ops_call, torch_call, bound_call),
+                                      torch.cuda.synchronize, HOST_CALLS, HOST_ROUNDS,
+                                      until_done=True)))
+
+
+def _eager(rounds: list[list[float]]) -> tuple[float, ...]:
+    """OpsRow's eager fields from host_rounds of ops, the op and bind's function: medians in
+    us, then torch over ops and over bind's, round by round (taken in turns), their medians."""
+    ops_ms, torch_ms, bound_ms = rounds
+    return (*(statistics.median(t) * 1e3 for t in rounds),
+            *(statistics.median([t / o for t, o in zip(torch_ms, mine, strict=True)])
+              for mine in (ops_ms, bound_ms)))
 
 
 def report(rows: list[OpsRow]) -> list[str]:

@@ -198,16 +198,23 @@ HOST_ROUND_MS = 10.0
 
 def host_times(fns: tuple[Callable[[], object], ...], sync: Callable[[], None],
                calls: int = HOST_CALLS, rounds: int = HOST_ROUNDS,
-               until_done: bool = False, least: bool = False) -> list[float]:
+               until_done: bool = False) -> list[float]:
     """How long one call of each fn holds the calling thread, in ms: what an eager program
     waits for when it is longer than the call's GPU time (a short kernel launched from
     Python: the GPU waits for the host). Launches are asynchronous, so `calls` calls enqueued
     back to back time the host's part alone; `sync` runs after each, off the clock. The fns
     take turns within each round, so drift of the machine falls on all of them alike. The
-    median over rounds of the time per call, or with `least` the fastest round's (a shared
-    host's noise only adds time: the fastest round is the one it disturbed least). With
-    `until_done`, the clock stops after the sync: a call's time in a loop of eager calls,
-    the longer of host and GPU time."""
+    median over rounds of the time per call. With `until_done`, the clock stops after the
+    sync: a call's time in a loop of eager calls, the longer of host and GPU time."""
+    return [statistics.median(own) for own in host_rounds(fns, sync, calls, rounds, until_done)]
+
+
+def host_rounds(fns: tuple[Callable[[], object], ...], sync: Callable[[], None],
+                calls: int = HOST_CALLS, rounds: int = HOST_ROUNDS,
+                until_done: bool = False) -> list[list[float]]:
+    """host_times' rounds: per fn, its time per call in ms in each round (the fns' times of
+    one round were taken in turns, so their ratio round by round is free of the drift
+    between rounds)."""
     for fn in fns:
         fn()
     sync()
@@ -221,7 +228,7 @@ def host_times(fns: tuple[Callable[[], object], ...], sync: Callable[[], None],
                 sync()
             own.append((time.perf_counter() - start) * 1e3 / calls)
             sync()
-    return [min(own) if least else statistics.median(own) for own in samples]
+    return samples
 
 
 def host_ms(fn: Callable[[], object], sync: Callable[[], None], gpu_ms: float) -> float:
