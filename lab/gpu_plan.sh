@@ -29,6 +29,7 @@
 #   bash lab/gpu_plan.sh bind           # ops-bench with ops.bind's eager column (either GPU)
 #   bash lab/gpu_plan.sh fastest        # ops-bench, model-bench x4: each side's fastest round
 #   bash lab/gpu_plan.sh paired         # the same, ratios the medians of the rounds' ratios
+#   bash lab/gpu_plan.sh slack          # ops-bench after HOST_SLACK
 #   bash lab/gpu_plan.sh models gates   # several plans: their steps in that order (a step
 #                                       #   of the same name runs once)
 #
@@ -44,7 +45,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, fastest, paired, portability or models" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, fastest, paired, slack, portability or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -150,6 +151,8 @@ case "$plan" in
     "mb10-1b-prefill-$slug|50|model-bench --width 1b --workload prefill --out $ROOT/logs/mb10-1b-prefill-$slug.md"
     "mb10-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb10-7b-prefill-$slug.md"
     "ablation-7b-1x2048-$slug|45|lab/compiled_block_ablation.py 7b prefill_1x2048") ;;
+  slack) STEPS+=(  # issue 51: ops-bench after eager choices reckon with a slower host
+    "ops-bench-8-$slug|160|ops-bench --out $ROOT/logs/ops-bench-8-$slug.md") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(
@@ -162,7 +165,7 @@ case "$plan" in
     "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
     "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
-  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, fastest, paired, portability or models" >&2; exit 2 ;;
+  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, fastest, paired, slack, portability or models" >&2; exit 2 ;;
 esac
 done
 

@@ -12,9 +12,10 @@ Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then 
   cannot take (its spec's check_shape), CPU tensors without Triton's interpreter, no configs.
 
 "Time" means two things, and the rule is applied to each. Called eagerly, one op after
-another from Python, a call takes the longer of its GPU time and its host time (eager_time):
-a kernel of a few microseconds waits for its launch, and tlab's launch through Triton holds
-the host longer than most PyTorch ops. Captured in a CUDA graph, launches replay without
+another from Python, a call takes the longer of its GPU time and its host time (eager_time,
+which reckons with a host slower than the one that timed it, HOST_SLACK): a kernel of a few
+microseconds waits for its launch, and tlab's launch through Triton holds the host longer
+than most PyTorch ops. Captured in a CUDA graph, launches replay without
 host time, and GPU time alone decides. Where the two choices differ, each call asks whether
 its stream is capturing. From a nearby tuned shape, GPU times carry over scaled by the work
 (work_ratio), host times as they are. Configs written before the sweeps timed host times
@@ -122,11 +123,18 @@ class Choice:
         return (self.compiled_captured if captured else self.compiled) == TRITON
 
 
+# Host times as a host this much slower than the one that took them would have them: the
+# configs carry one machine's host times, and a user's host (or the same cloud GPU's next
+# lease) may be slower, so an eager choice of tlab's kernel must hold there too.
+HOST_SLACK = 1.5
+
+
 def eager_time(gpu_ms: float, host_ms: float | None) -> float | None:
     """The time of a call in a program that calls one op after another from Python: the
     longer of its GPU time and its host time (the launch's own; a short kernel's GPU waits
-    for it). None when the host time was not recorded (configs from before it was)."""
-    return None if host_ms is None else max(gpu_ms, host_ms)
+    for it), the host's on a host HOST_SLACK slower. None when the host time was not
+    recorded (configs from before it was)."""
+    return None if host_ms is None else max(gpu_ms, host_ms * HOST_SLACK)
 
 
 def eager_speedup(row, scale: float = 1.0) -> float | None:
