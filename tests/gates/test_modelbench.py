@@ -87,6 +87,25 @@ def test_the_report_sets_each_tlab_variant_against_its_pytorch_counterpart():
     assert "the block alone, ops eager over PyTorch eager, prefill: 1.250x (no target)" in text
 
 
+def test_the_slowest_variant_leaves_out_pairs_that_run_the_same_code_and_says_so():
+    """A compiled block without the head whose graph ran no tlab node is Inductor's code for
+    the PyTorch ops on both sides: its 0.90x is noise, named but not the verdict; the same
+    ratio with a tlab node, or with the (prepared) head, is the verdict."""
+    def pair(variant, mine, note):
+        return [mb.Timed("1b", "decode b1", f"torch {variant}", 1.0, 1e-3),
+                mb.Timed("1b", "decode b1", f"tlab {variant}", mine, 1e-3, note)]
+
+    rows = (pair("compiled, no head", 1.0 / 0.9, "tlab nodes: none")
+            + pair("compiled", 1.0 / 0.99, "tlab nodes: none")
+            + pair("eager", 1.0, ""))
+    text = "\n".join(mb.report(rows, {}))
+    assert ("worst 0.990x (1b decode b1, tlab compiled; met); 1 pairs running the same code "
+            "both sides left out (block alone, compiled, no tlab node), their worst 0.900x") in text
+    rows = pair("compiled, no head", 1.0 / 0.9, "tlab nodes: layernorm x2") + pair("eager", 1.0, "")
+    assert "worst 0.900x (1b decode b1, tlab compiled, no head; missed)" in "\n".join(
+        mb.report(rows, {}))
+
+
 def test_a_ratio_of_pairs_timed_in_turns_is_the_median_of_its_rounds_ratios():
     """TEST DATA: three rounds in which the GPU ran 2x slower once for both sides: round by
     round tlab is 0.91x, 0.95x and 1.05x torch (median 0.95x); the medians' ratio would say
