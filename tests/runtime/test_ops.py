@@ -63,8 +63,8 @@ def test_decide_without_a_timed_op_or_a_file_calls_the_op(configs):
 @pytest.mark.parametrize("times, eager, captured, phrase", [
     # a 3 us kernel launched in 50 us against a 6 us op launched in 8 us: the op, eagerly
     ((0.003, 0.006, 0.050, 0.008), "torch", "triton",
-     "called eagerly 0.16x (a call's host time 50 us, the op's 8 us): eager calls run the op, "
-     "calls captured in a CUDA graph tlab"),
+     "called eagerly 0.16x (a call's host time 50 us, the op's 8 us, each x1.5 for a slower host): "
+     "eager calls run the op, calls captured in a CUDA graph tlab"),
     # an op of ten launches (the eager RoPE formula): tlab's kernel eagerly, not in a graph
     ((0.010, 0.009, 0.030, 0.300), "triton", "torch", "called eagerly 10.00x"),
     # long kernels: host times hide under GPU time, both choices alike

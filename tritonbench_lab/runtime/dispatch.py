@@ -129,21 +129,22 @@ class Choice:
 HOST_SLACK = 1.5
 
 
-def eager_time(gpu_ms: float, host_ms: float | None) -> float | None:
+def eager_time(gpu_ms: float, host_ms: float | None, slack: float = 1.0) -> float | None:
     """The time of a call in a program that calls one op after another from Python: the
     longer of its GPU time and its host time (the launch's own; a short kernel's GPU waits
-    for it), the host's on a host HOST_SLACK slower. None when the host time was not
-    recorded (configs from before it was)."""
-    return None if host_ms is None else max(gpu_ms, host_ms * HOST_SLACK)
+    for it), on a host `slack` times slower than the one that took it. None when the host
+    time was not recorded (configs from before it was)."""
+    return None if host_ms is None else max(gpu_ms, host_ms * slack)
 
 
-def eager_speedup(row, scale: float = 1.0) -> float | None:
+def eager_speedup(row, scale: float = 1.0, slack: float = 1.0) -> float | None:
     """The PyTorch op's eager time over tlab's kernel's at a configs row (Winner), its GPU
-    times scaled by `scale` (work_ratio, for a nearby shape); None without host times."""
+    times scaled by `scale` (work_ratio, for a nearby shape), its host times by `slack`
+    (HOST_SLACK: the decision's); None without host times."""
     if row.op_p50_ms is None:
         return None
-    mine = eager_time(row.p50_ms * scale, row.host_ms)
-    theirs = eager_time(row.op_p50_ms * scale, row.op_host_ms)
+    mine = eager_time(row.p50_ms * scale, row.host_ms, slack)
+    theirs = eager_time(row.op_p50_ms * scale, row.op_host_ms, slack)
     return theirs / mine if mine and theirs else None
 
 
@@ -188,7 +189,7 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                       tuned=HERE if found.exact else UNTUNED)
     speedup = row.op_p50_ms / row.p50_ms
     scale = 1.0 if found.exact else work_ratio(kernel, dtype, sizes, shape_sizes(row.shape))
-    eager = eager_speedup(row, scale)
+    eager = eager_speedup(row, scale, HOST_SLACK)
     if not found.exact and found.distance > math.log2(NEAR) + 1e-9:
         return Choice(kernel, name, shape, TORCH_OP, None, row.shape, speedup,
                       f"the nearest tuned shape {row.shape} is more than {NEAR:g}x away",
@@ -210,7 +211,8 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
     else:
         scaled = "" if found.exact else f"; GPU times x{scale:.2f}, this shape's work"
         reason += (f"; called eagerly {eager:.2f}x (a call's host time {row.host_ms * 1e3:.0f} "
-                   f"us, the op's {row.op_host_ms * 1e3:.0f} us{scaled})")
+                   f"us, the op's {row.op_host_ms * 1e3:.0f} us, each x{HOST_SLACK:g} for a "
+                   f"slower host{scaled})")
         if eager_wins != wins:
             reason += (f": eager calls run {'tlab' if eager_wins else 'the op'}, calls captured "
                        f"in a CUDA graph {'tlab' if wins else 'the op'}")
