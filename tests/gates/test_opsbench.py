@@ -86,7 +86,10 @@ def test_report_names_the_slowest_shape_and_the_most_overhead():
     text = "\n".join(lines)
     assert "slowest against the PyTorch op (do_bench): 0.900x at matmul" in text
     assert "slowest against the PyTorch op (eager, calls back to back): 0.400x at softmax" in text
-    assert "slowest against the PyTorch op (eager, ops.bind's function): 0.500x at softmax" in text
+    assert ("slowest against the PyTorch op (eager, ops.bind's function): 0.500x at softmax "
+            "bf16 8x8 (target 0.97x: missed)") in text
+    assert ("slowest against the PyTorch op (graph replay): 0.900x at matmul bf16 8x8 (target "
+            "0.97x: missed)") in text
     assert "most host time ops adds per call: 6.0 us at matmul" in lines[-1]
     assert "tlab's kernel at 1, correct: 2" in text
 

@@ -201,6 +201,13 @@ def _eager(rounds: list[list[float]]) -> tuple[float, ...]:
               for mine in (ops_ms, bound_ms)))
 
 
+SLOWEST = 0.97  # the target: none slower than the PyTorch op by more than 3%
+
+
+def _verdict(ratio: float) -> str:
+    return f" (target {SLOWEST}x: {'met' if ratio >= SLOWEST else 'missed'})"
+
+
 def report(rows: list[OpsRow]) -> list[str]:
     """A Markdown table and the summary the acceptance reads."""
     lines = ["| kernel | dtype | shape | ops calls | correct | torch / ops (do_bench) | "
@@ -225,13 +232,14 @@ def report(rows: list[OpsRow]) -> list[str]:
         f"slowest against the PyTorch op (do_bench): {worst.ratio:.3f}x at {worst.kernel} "
         f"{worst.dtype} {worst.shape}",
         f"slowest against the PyTorch op (graph replay): {worst_graph.graph_ratio:.3f}x at "
-        f"{worst_graph.kernel} {worst_graph.dtype} {worst_graph.shape}",
+        f"{worst_graph.kernel} {worst_graph.dtype} {worst_graph.shape}"
+        f"{_verdict(worst_graph.graph_ratio)}",
         f"slowest against the PyTorch op (eager, calls back to back): "
         f"{worst_eager.eager_ratio:.3f}x at {worst_eager.kernel} {worst_eager.dtype} "
         f"{worst_eager.shape}",
         f"slowest against the PyTorch op (eager, ops.bind's function): "
         f"{worst_bound.bound_ratio:.3f}x at {worst_bound.kernel} {worst_bound.dtype} "
-        f"{worst_bound.shape}",
+        f"{worst_bound.shape}{_verdict(worst_bound.bound_ratio)}",
         f"most host time ops adds per call: {most.overhead_us:.1f} us at {most.kernel} "
         f"{most.dtype} {most.shape}",
     ]
