@@ -27,8 +27,8 @@
 #   bash lab/gpu_plan.sh addmm          # model-bench x4 after ops.addmm became torch.addmm
 #   bash lab/gpu_plan.sh last           # 1b decode again, the 1b 1x2048 ablation
 #   bash lab/gpu_plan.sh bind           # ops-bench with ops.bind's eager column (either GPU)
-#   bash lab/gpu_plan.sh fastest        # ops-bench, model-bench x4: each side's fastest round
-#   bash lab/gpu_plan.sh paired         # the same, ratios the medians of the rounds' ratios
+#   bash lab/gpu_plan.sh paired         # ops-bench, model-bench x4, ratios the medians of the
+#                                       #   rounds' ratios; the 7b ablation
 #   bash lab/gpu_plan.sh slack          # ops-bench after HOST_SLACK
 #   bash lab/gpu_plan.sh models gates   # several plans: their steps in that order (a step
 #                                       #   of the same name runs once)
@@ -45,7 +45,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, fastest, paired, slack, portability or models" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, portability or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -138,12 +138,6 @@ case "$plan" in
   bind) STEPS+=(  # issue 51: ops-bench with ops.bind's column, on this GPU's configs
     "ops-bench-5-$slug|170|ops-bench --out $ROOT/logs/ops-bench-5-$slug.md"
     "addmm-bias-2-$slug|50|lab/addmm_bias.py") ;;  # and a prepared linear with a bias
-  fastest) STEPS+=(  # issue 51: ops-bench and model-bench x4 timing each side's fastest round
-    "ops-bench-6-$slug|160|ops-bench --out $ROOT/logs/ops-bench-6-$slug.md"
-    "mb9-1b-decode-$slug|65|model-bench --width 1b --workload decode --out $ROOT/logs/mb9-1b-decode-$slug.md"
-    "mb9-7b-decode-$slug|65|model-bench --width 7b --workload decode --out $ROOT/logs/mb9-7b-decode-$slug.md"
-    "mb9-1b-prefill-$slug|50|model-bench --width 1b --workload prefill --out $ROOT/logs/mb9-1b-prefill-$slug.md"
-    "mb9-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb9-7b-prefill-$slug.md") ;;
   paired) STEPS+=(  # issue 51: the same, each ratio the median of its rounds' ratios
     "ops-bench-7-$slug|160|ops-bench --out $ROOT/logs/ops-bench-7-$slug.md"
     "mb10-1b-decode-$slug|65|model-bench --width 1b --workload decode --out $ROOT/logs/mb10-1b-decode-$slug.md"
@@ -165,7 +159,7 @@ case "$plan" in
     "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
     "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
-  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, fastest, paired, slack, portability or models" >&2; exit 2 ;;
+  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, portability or models" >&2; exit 2 ;;
 esac
 done
 

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from tritonbench_lab import ops
 from tritonbench_lab.kernels.rope import rotate_half_rope
-from tritonbench_lab.measure.timing import host_times
+from tritonbench_lab.measure.timing import host_times, paired_ratio
 from tritonbench_lab.runtime import library
 
 VOCAB = 50257  # GPT-2's vocabulary: odd, so no tile or vector load divides it
@@ -292,6 +292,7 @@ class Timed:
     rounds: tuple[float, ...] = ()  # those times, in the order taken (in turns: ratios)
 
 
+NO_TLAB_NODE = "tlab nodes: none"  # a compiled tlab variant's note where its graph ran none
 ROUNDS = 9  # each pair timed in turns this many times; a variant's time is its median
 HOST_CALLS, HOST_ROUNDS = 5, 5
 LOOP_MS = 30.0  # loop_time's calls take about this long a round
@@ -344,9 +345,9 @@ def measure(width: Width, load: Workload, dtype: torch.dtype, device: str, graph
     its host time taken by `host`, where given). A variant and its PyTorch counterpart are
     built together and timed in turns, ROUNDS times, so that a drift of the GPU's clock or
     of the host between rounds counts for neither: their ratio is the median of the rounds'
-    ratios (ratios). Each pair of
-    compiled variants starts from a reset compiler (torch._dynamo.reset, which also drops
-    the CUDA graph trees), so that one that fails leaves nothing behind for the next."""
+    ratios (ratios). Each pair of compiled variants starts from a reset compiler
+    (torch._dynamo.reset, which also drops the CUDA graph trees), so that one that fails
+    leaves nothing behind for the next."""
     w64, inputs64 = weights(width, torch.float64, device), make_inputs(width, load, torch.float64,
                                                                        device)
     refs = {head: block(TorchOps, w64, width, inputs64, head) for head in (True, False)}
@@ -412,7 +413,9 @@ def _tlab_nodes(variant: Variant) -> str:
     if not variant.compiled or variant.ops is not TlabOps:
         return ""
     ran = library.opaque_calls
-    return "tlab nodes: " + (", ".join(f"{n} x{ran[n]}" for n in sorted(ran)) or "none")
+    if not ran:
+        return NO_TLAB_NODE
+    return "tlab nodes: " + ", ".join(f"{n} x{ran[n]}" for n in sorted(ran))
 
 
 def measure_head(width: Width, load: Workload, w: dict, inputs: Inputs,
@@ -437,8 +440,7 @@ def graph_breaks(width: Width, load: Workload, dtype: torch.dtype, device: str) 
 def ratios(rows: list[Timed]) -> list[tuple[str, str, str, float]]:
     """(width, workload, variant, its PyTorch counterpart's time over its own) for every tlab
     variant timed beside its counterpart: above 1, tlab's is faster. Timed in turns, the
-    median of the rounds' ratios (each round's two times were taken back to back, under the
-    same clocks and host load); else the ratio of the times."""
+    median of the rounds' ratios (timing.paired_ratio); else the ratio of the times."""
     by = {(r.width, r.workload, r.variant): r for r in rows if r.ms}
     out = []
     for (width, load, name), mine in by.items():
@@ -447,9 +449,8 @@ def ratios(rows: list[Timed]) -> list[tuple[str, str, str, float]]:
             if theirs is None:
                 continue
             paired = len(mine.rounds) == len(theirs.rounds) > 0
-            out.append((width, load, name, statistics.median(
-                [t / m for t, m in zip(theirs.rounds, mine.rounds, strict=True)])
-                if paired else theirs.ms / mine.ms))
+            out.append((width, load, name, paired_ratio(theirs.rounds, mine.rounds)
+                        if paired else theirs.ms / mine.ms))
     return out
 
 
@@ -515,7 +516,7 @@ def _same_code(row: Timed) -> bool:
     """A tlab variant that runs the very code its PyTorch counterpart runs: the block without
     the head, compiled, its graph holding no tlab node (every op traced to the PyTorch op;
     ops.addmm is torch.addmm), so that a ratio away from 1 is the noise of the timing."""
-    return row.note == "tlab nodes: none" and row.variant.endswith("no head")
+    return row.note == NO_TLAB_NODE and row.variant.endswith("no head")
 
 
 def _spread(spread: float | None, before: str = "") -> str:

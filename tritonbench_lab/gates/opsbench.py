@@ -23,7 +23,7 @@ import triton.testing
 from tritonbench_lab import ops
 from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels.rope import rotate_half_rope
-from tritonbench_lab.measure.timing import host_rounds, host_times
+from tritonbench_lab.measure.timing import host_rounds, host_times, paired_ratio
 from tritonbench_lab.measure.verify import as_outputs, check
 from tritonbench_lab.spec import parse_dtype
 
@@ -94,7 +94,6 @@ class OpsRow:
     @property
     def graph_ratio(self) -> float:
         return self.torch_graph_ms / self.ops_graph_ms
-
 
     @property
     def overhead_us(self) -> float:
@@ -197,8 +196,7 @@ def _eager(rounds: list[list[float]]) -> tuple[float, ...]:
     us, then torch over ops and over bind's, round by round (taken in turns), their medians."""
     ops_ms, torch_ms, bound_ms = rounds
     return (*(statistics.median(t) * 1e3 for t in rounds),
-            *(statistics.median([t / o for t, o in zip(torch_ms, mine, strict=True)])
-              for mine in (ops_ms, bound_ms)))
+            paired_ratio(torch_ms, ops_ms), paired_ratio(torch_ms, bound_ms))
 
 
 SLOWEST = 0.97  # the target: none slower than the PyTorch op by more than 3%

@@ -231,6 +231,14 @@ def host_rounds(fns: tuple[Callable[[], object], ...], sync: Callable[[], None],
     return samples
 
 
+def paired_ratio(theirs: list[float] | tuple[float, ...],
+                 mine: list[float] | tuple[float, ...]) -> float:
+    """theirs / mine for two fns timed in turns, round by round: the median of the rounds'
+    ratios (each round's two times taken back to back, under the same clocks and host load,
+    so that a drift between rounds counts for neither)."""
+    return statistics.median([t / m for t, m in zip(theirs, mine, strict=True)])
+
+
 def host_ms(fn: Callable[[], object], sync: Callable[[], None], gpu_ms: float) -> float:
     """host_times of one fn whose GPU time is `gpu_ms`: about HOST_ROUND_MS of it a round."""
     calls = max(2, min(HOST_CALLS, int(HOST_ROUND_MS / max(gpu_ms, 1e-6))))

@@ -15,9 +15,9 @@ Each call is resolved once per (kernel, dtype, shape, device) to a Choice, then 
 another from Python, a call takes the longer of its GPU time and its host time (eager_time,
 which reckons with a host slower than the one that timed it, HOST_SLACK): a kernel of a few
 microseconds waits for its launch, and tlab's launch through Triton holds the host longer
-than most PyTorch ops. Captured in a CUDA graph, launches replay without
-host time, and GPU time alone decides. Where the two choices differ, each call asks whether
-its stream is capturing. From a nearby tuned shape, GPU times carry over scaled by the work
+than most PyTorch ops. Captured in a CUDA graph, launches replay without host time, and GPU
+time alone decides. Where the two choices differ, each call asks whether its stream is
+capturing. From a nearby tuned shape, GPU times carry over scaled by the work
 (work_ratio), host times as they are. Configs written before the sweeps timed host times
 have none; there eager calls follow the GPU times.
 
