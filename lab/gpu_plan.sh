@@ -29,7 +29,7 @@
 #   bash lab/gpu_plan.sh bind           # ops-bench with ops.bind's eager column (either GPU)
 #   bash lab/gpu_plan.sh paired         # ops-bench, model-bench x4, ratios the medians of the
 #                                       #   rounds' ratios; the 7b ablation
-#   bash lab/gpu_plan.sh slack          # ops-bench after HOST_SLACK
+#   bash lab/gpu_plan.sh slack          # ops-bench and model-bench x4 after HOST_SLACK
 #   bash lab/gpu_plan.sh models gates   # several plans: their steps in that order (a step
 #                                       #   of the same name runs once)
 #
@@ -146,7 +146,11 @@ case "$plan" in
     "mb10-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb10-7b-prefill-$slug.md"
     "ablation-7b-1x2048-$slug|45|lab/compiled_block_ablation.py 7b prefill_1x2048") ;;
   slack) STEPS+=(  # issue 51: ops-bench after eager choices reckon with a slower host
-    "ops-bench-8-$slug|160|ops-bench --out $ROOT/logs/ops-bench-8-$slug.md") ;;
+    "ops-bench-8-$slug|160|ops-bench --out $ROOT/logs/ops-bench-8-$slug.md"
+    "mb11-1b-decode-$slug|65|model-bench --width 1b --workload decode --out $ROOT/logs/mb11-1b-decode-$slug.md"
+    "mb11-7b-decode-$slug|65|model-bench --width 7b --workload decode --out $ROOT/logs/mb11-7b-decode-$slug.md"
+    "mb11-1b-prefill-$slug|50|model-bench --width 1b --workload prefill --out $ROOT/logs/mb11-1b-prefill-$slug.md"
+    "mb11-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb11-7b-prefill-$slug.md") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(
