@@ -557,7 +557,7 @@ def test_the_fast_path_asks_about_a_capture_only_where_the_kernel_runs_captured(
     try:
         for device, pair, asks in [
                 (0, (None, None), dispatch.never),
-                (0, (None, launch), torch.cuda.is_current_stream_capturing),
+                (0, (None, launch), dispatch.stream_capturing),
                 (-1, (None, launch), dispatch.never),
                 (0, (launch, launch), None), (0, (launch, None), None)]:
             dispatch._plans[(*key, device)] = pair

@@ -320,7 +320,13 @@ def op_eagerly(kernel: str, dtype, sizes: tuple[int, ...], device: int
     pair = _plans.get((kernel, dtype, sizes, device))
     if pair is None or pair[0] is not None:
         return None
-    return never if pair[1] is None or device < 0 else torch.cuda.is_current_stream_capturing
+    return never if pair[1] is None or device < 0 else stream_capturing
+
+
+# What torch.cuda.is_current_stream_capturing calls, bound without its Python frame: ops' fast
+# path asks it on every call where tlab's kernel runs captured (CUDA builds only: device >= 0).
+stream_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing",
+                           torch.cuda.is_current_stream_capturing)
 
 
 def never() -> bool:
@@ -423,7 +429,7 @@ class _FirstCall:
 
 def _capturing(device: int) -> bool:
     """Whether the current CUDA stream is capturing a graph (CPU tensors never are)."""
-    return device >= 0 and torch.cuda.is_current_stream_capturing()
+    return device >= 0 and stream_capturing()
 
 
 def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
