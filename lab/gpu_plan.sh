@@ -10,6 +10,7 @@
 #                                       #   swept again (--fresh: their first sweep ran out of
 #                                       #   memory), host-times, three checks, ops-bench, the
 #                                       #   H200's winners timed here (tlab portability)
+#   bash lab/gpu_plan.sh slack2         # lab/launch_profile.py, ops-bench after HOST_SLACK 2
 #   bash lab/gpu_plan.sh portability    # the H200: the H100's winners timed here
 #   bash lab/gpu_plan.sh models         # issue 51 on either GPU: the model-bench's shapes
 #                                       #   recorded (lab/record_model_shapes.py) and swept
@@ -45,7 +46,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, portability or models" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -151,6 +152,9 @@ case "$plan" in
     "mb11-7b-decode-$slug|65|model-bench --width 7b --workload decode --out $ROOT/logs/mb11-7b-decode-$slug.md"
     "mb11-1b-prefill-$slug|50|model-bench --width 1b --workload prefill --out $ROOT/logs/mb11-1b-prefill-$slug.md"
     "mb11-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb11-7b-prefill-$slug.md") ;;
+  slack2) STEPS+=(  # issue 51: where tlab's launch spends host time, ops-bench after HOST_SLACK 2
+    "launch-profile-$slug|40|lab/launch_profile.py"
+    "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(
@@ -163,7 +167,7 @@ case "$plan" in
     "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
     "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
-  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, portability or models" >&2; exit 2 ;;
+  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability or models" >&2; exit 2 ;;
 esac
 done
 
@@ -177,7 +181,7 @@ for step in "${STEPS[@]}"; do
   root_option="--root $ROOT"
   # these read TLAB_CONFIG_DIR (the plan's configs) and take no --root
   [[ $name == ops-bench* || $name == mb* || $name == record || $name == ablation* ||
-     $name == addmm* ]] &&
+     $name == addmm* || $name == launch-profile* ]] &&
     root_option=""
   runner="-m tritonbench_lab"
   [[ $command == lab/* ]] && runner=""  # a lab script, run as a file

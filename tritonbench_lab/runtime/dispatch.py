@@ -126,7 +126,7 @@ class Choice:
 # Host times as a host this much slower than the one that took them would have them: the
 # configs carry one machine's host times, and a user's host (or the same cloud GPU's next
 # lease) may be slower, so an eager choice of tlab's kernel must hold there too.
-HOST_SLACK = 1.5
+HOST_SLACK = 2.0
 
 
 def eager_time(gpu_ms: float, host_ms: float | None, slack: float = 1.0) -> float | None:
