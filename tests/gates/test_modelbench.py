@@ -106,6 +106,26 @@ def test_the_slowest_variant_leaves_out_pairs_that_run_the_same_code_and_says_so
         mb.report(rows, {}))
 
 
+def test_a_slowest_pair_whose_interval_reaches_the_bound_is_not_resolved():
+    """The worst pair's verdict reads its rounds' interval (timing.paired_interval): a 0.96x
+    whose rounds spread from 0.90x to 1.02x cannot be told from 2% slower or better (not
+    resolved); the same median with rounds from 0.95x to 0.97x is a miss.
+    TEST DATA: torch 1.0 ms every round; tlab's rounds give the ratios listed."""
+    def rows(ratios):
+        mine = tuple(1.0 / r for r in ratios)
+        return [mb.Timed("1b", "decode b1", "torch compiled", 1.0, 1e-3, spread=0.0,
+                         rounds=(1.0,) * len(ratios)),
+                mb.Timed("1b", "decode b1", "tlab compiled", 1.0 / 0.96, 1e-3, spread=0.1,
+                         rounds=mine)]
+
+    wide = "\n".join(mb.report(rows((0.90, 0.91, 0.93, 0.95, 0.96, 0.97, 0.99, 1.01, 1.02)), {}))
+    assert ("worst 0.960x (1b decode b1, tlab compiled; rounds' spread (10%) and (0%), 96% "
+            "interval 0.910-1.010x; not resolved: the interval reaches 0.98x)") in wide
+    narrow = "\n".join(mb.report(rows((0.95, 0.95, 0.955, 0.96, 0.96, 0.96, 0.965, 0.97, 0.97)),
+                                 {}))
+    assert "96% interval 0.950-0.970x; missed)" in narrow
+
+
 def test_a_ratio_of_pairs_timed_in_turns_is_the_median_of_its_rounds_ratios():
     """TEST DATA: three rounds in which the GPU ran 2x slower once for both sides: round by
     round tlab is 0.91x, 0.95x and 1.05x torch (median 0.95x); the medians' ratio would say

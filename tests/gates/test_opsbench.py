@@ -1,5 +1,7 @@
 """The ops benchmark's shape list and report (the timing itself needs a GPU: `tlab ops-bench`)."""
 
+import dataclasses
+
 import pytest
 from helpers.backend import INTERPRETING
 from helpers.ops_state import ops_reading
@@ -70,11 +72,27 @@ def test_eager_ratios_are_the_medians_of_the_rounds_ratios():
     slow in the second round for all three."""
     from tritonbench_lab.gates.opsbench import _eager
 
-    ops_us, torch_us, bound_us, eager, bound = _eager(
+    ops_us, torch_us, bound_us, eager, bound, interval = _eager(
         [[1.1, 2.2, 1.0], [1.0, 2.0, 1.0], [1.0, 2.2, 1.05]])
     assert (ops_us, torch_us, bound_us) == pytest.approx((1100.0, 1000.0, 1050.0))
     # round by round: ops 0.91x, 0.91x, 1.0x; bind's 1.0x, 0.91x, 0.95x
     assert eager == pytest.approx(1.0 / 1.1) and bound == pytest.approx(1.0 / 1.05)
+    # three rounds: their interval is min to max, covering 75%
+    assert interval == pytest.approx((1.0 / 1.1, 1.0, 0.75))
+
+
+def test_the_bind_verdict_reads_the_rounds_interval():
+    """A 0.96x whose rounds reach 0.99x is not resolved; one whose rounds stay below 0.97x
+    misses; either way the line shows the interval."""
+    def line(interval):
+        row = _row("layernorm", 1.0, 1.0, 10.0, 9.0, "torch", eager=(10.0, 9.6, 10.0))
+        row = dataclasses.replace(row, bound_interval=interval)
+        return next(t for t in report([row]) if "ops.bind's function" in t)
+
+    assert line((0.93, 0.99, 0.96)).endswith(
+        "(96% interval 0.930-0.990x; target 0.97x: not resolved: the interval reaches 0.97x)")
+    assert line((0.95, 0.965, 0.96)).endswith(
+        "(96% interval 0.950-0.965x; target 0.97x: missed)")
 
 
 def test_report_names_the_slowest_shape_and_the_most_overhead():

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from tritonbench_lab.data.records import CUDAGRAPH, CUT, DO_BENCH
+from tritonbench_lab.measure import timing
 from tritonbench_lab.measure.timing import (
     BOTH_CLOCKS_BELOW_MS,
     CUT_FACTOR,
@@ -362,3 +363,20 @@ def test_gpu_a_long_first_pass_kernel_gets_only_the_calls_that_fill_its_budget()
         assert 5 * 0.8 <= sum(long_calls.samples) < 5 + 2 * max(long_calls.samples), long_calls
         assert len(_first_calls(lambda: big @ big).samples) == ESTIMATE_CALLS
         assert len(_first_calls(lambda: small @ small, budget_ms=5).samples) == ESTIMATE_CALLS
+
+
+def test_a_paired_interval_is_read_from_the_ordered_ratios_with_its_coverage():
+    """TEST DATA: ratios 1/9 ... 9/9 (theirs 1 a round, mine 9 to 1): with 9 rounds the
+    interval runs from the 2nd smallest ratio to the 2nd largest (96%: the true median lies
+    below both with chance 10/512, above both alike); 5 rounds can only say min to max (94%);
+    20 rounds keep the 6th of each end (a tail of 0.0207 each side)."""
+    mine = [9, 8, 7, 6, 5, 4, 3, 2, 1]
+    low, high, coverage = timing.paired_interval([1] * 9, mine)
+    assert (low, high) == (pytest.approx(1 / 8), pytest.approx(1 / 2))
+    assert coverage == pytest.approx(1 - 2 * 10 / 512)
+    assert timing.paired_ratio([1] * 9, mine) == pytest.approx(1 / 5)
+    assert timing.paired_interval([1] * 5, [1, 2, 3, 4, 5]) == (
+        pytest.approx(1 / 5), 1.0, pytest.approx(1 - 2 / 32))
+    low, high, coverage = timing.paired_interval([1] * 20, list(range(1, 21)))
+    assert (low, high) == (pytest.approx(1 / 15), pytest.approx(1 / 6))
+    assert coverage == pytest.approx(0.9586, abs=1e-4)
