@@ -120,6 +120,14 @@ def test_decide_needs_the_near_margin_on_eager_times_too(configs):
     # host-bound eagerly, ahead on the GPU: tlab's kernel only where the graph is captured
     ("softmax", (0.003, 0.006, 0.005, 0.050, 0.008), ("torch", "triton", "torch", "triton"),
      "inside torch.compile 1.67x"),
+    # ahead eagerly on a host twice slower (its launch 2 x 110 us against the op's 260 us of
+    # GPU time), but its launch outlasts its own 200 us of GPU time there: not in a graph run
+    # without CUDA graphs, whose other kernels' GPU time it would leave waiting
+    ("matmul", (0.200, 0.260, 0.250, 0.110, 0.020), ("triton", "triton", "torch", "triton"),
+     "not in a graph run without CUDA graphs: its launch (110 us, x2) outlasts its GPU time "
+     "(200 us)"),
+    # the same kernel launched in 100 us: hidden under its GPU time, in every graph
+    ("matmul", (0.200, 0.260, 0.250, 0.100, 0.020), ("triton",) * 4, "inside torch.compile 1.25x"),
 ])
 def test_decide_inside_a_compiled_graph(configs, kernel, times, expected, phrase):
     """Inside torch.compile the kernel stands against the faster of the op and its compiled

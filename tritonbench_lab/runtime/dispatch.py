@@ -23,7 +23,9 @@ have none; there eager calls follow the GPU times.
 
 A third rule holds inside a torch.compile graph, where the op stands for Inductor's code: the
 kernel must also beat the faster of the op and its compiled form (the `compiled` baseline of
-the same sweep) by FUSED_MARGIN, since Inductor fuses the op with its neighbours
+the same sweep) by FUSED_MARGIN, since Inductor fuses the op with its neighbours; and in a
+graph run without CUDA graphs its launch must hide under its own GPU time on a host
+HOST_SLACK slower, since Inductor's launches are short and the graph's GPU time hides them
 (in_compiled_graph; runtime/library.py asks it while a graph is traced).
 
 `explain(kernel, dtype, shape)` and `tlab explain` show the choice and why; each choice is also
@@ -220,10 +222,18 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
     baseline = row.baseline_p50_ms / row.p50_ms if row.baseline_p50_ms else None
     fused, fused_reason = _compiled_rule(speedup, baseline, found.exact)
     reason += fused_reason
+    # A compiled graph run without CUDA graphs launches Inductor's kernels in a few us each,
+    # so its GPU time hides its host time; a tlab node whose launch (on a host HOST_SLACK
+    # slower) outlasts its own GPU time would leave the GPU waiting on it there.
+    hidden = row.host_ms is None or row.host_ms * HOST_SLACK <= row.p50_ms * scale
+    if eager_wins and fused and not hidden:
+        reason += (f"; not in a graph run without CUDA graphs: its launch ({row.host_ms * 1e3:.0f}"
+                   f" us, x{HOST_SLACK:g}) outlasts its GPU time ({row.p50_ms * scale * 1e3:.0f}"
+                   " us)")
     return Choice(kernel, name, shape, TRITON if eager_wins else TORCH_OP, config, row.shape,
                   speedup, reason, TRITON if wins else TORCH_OP, eager,
                   HERE if found.exact else NEARBY, baseline,
-                  TRITON if eager_wins and fused else TORCH_OP,
+                  TRITON if eager_wins and fused and hidden else TORCH_OP,
                   TRITON if wins and fused else TORCH_OP)
 
 
