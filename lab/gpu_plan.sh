@@ -156,8 +156,8 @@ case "$plan" in
   slack2) STEPS+=(  # issue 51: where tlab's launch spends host time, ops-bench after HOST_SLACK 2
     "launch-profile-$slug|40|lab/launch_profile.py"
     "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md"
-    "mb12-1b-decode-$slug|65|model-bench --width 1b --workload decode --out $ROOT/logs/mb12-1b-decode-$slug.md"
     "mb12-1b-prefill-$slug|50|model-bench --width 1b --workload prefill --out $ROOT/logs/mb12-1b-prefill-$slug.md"
+    "mb12-1b-decode-$slug|65|model-bench --width 1b --workload decode --out $ROOT/logs/mb12-1b-decode-$slug.md"
     "mb12-7b-decode-$slug|65|model-bench --width 7b --workload decode --out $ROOT/logs/mb12-7b-decode-$slug.md"
     "mb12-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb12-7b-prefill-$slug.md") ;;
   portability) STEPS+=(
