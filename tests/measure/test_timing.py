@@ -380,3 +380,11 @@ def test_a_paired_interval_is_read_from_the_ordered_ratios_with_its_coverage():
     low, high, coverage = timing.paired_interval([1] * 20, list(range(1, 21)))
     assert (low, high) == (pytest.approx(1 / 15), pytest.approx(1 / 6))
     assert coverage == pytest.approx(0.9586, abs=1e-4)
+
+
+def test_a_ratio_short_of_its_bound_is_missed_unless_its_interval_reaches_the_bound():
+    assert timing.bound_verdict(0.99, 0.98) == "met"
+    assert timing.bound_verdict(0.96, 0.98) == "missed"
+    assert timing.bound_verdict(0.96, 0.98, (0.94, 0.97, 0.96)) == "missed"
+    assert timing.bound_verdict(0.96, 0.98, (0.93, 0.99, 0.96)) == (
+        "not resolved: the interval reaches 0.98x")

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from tritonbench_lab import ops
 from tritonbench_lab.kernels.rope import rotate_half_rope
-from tritonbench_lab.measure.timing import host_times, paired_interval, paired_ratio
+from tritonbench_lab.measure.timing import bound_verdict, host_times, paired_interval, paired_ratio
 from tritonbench_lab.runtime import library
 
 VOCAB = 50257  # GPT-2's vocabulary: odd, so no tile or vector load divides it
@@ -495,14 +495,13 @@ def report(rows: list[Timed], breaks: dict[str, int]) -> list[str]:
         (width, load, name), ratio = worst
         mine, theirs = (rows_by[(width, load, n)] for n in
                         (name, name.replace(TlabOps.name, TorchOps.name, 1)))
-        verdict = "met" if ratio >= SLOWEST else "missed"
         spreads = (f"; rounds' spread {_spread(mine.spread)} and {_spread(theirs.spread)}"
                    if theirs.spread is not None else "")
-        if len(mine.rounds) == len(theirs.rounds) > 1:
-            low, high, coverage = paired_interval(theirs.rounds, mine.rounds)
-            spreads += f", {coverage:.0%} interval {low:.3f}-{high:.3f}x"
-            if ratio < SLOWEST <= high:  # the rounds cannot tell it from 2% slower or better
-                verdict = "not resolved: the interval reaches 0.98x"
+        interval = (paired_interval(theirs.rounds, mine.rounds)
+                    if len(mine.rounds) == len(theirs.rounds) > 1 else None)
+        if interval:
+            spreads += f", {interval[2]:.0%} interval {interval[0]:.3f}-{interval[1]:.3f}x"
+        verdict = bound_verdict(ratio, SLOWEST, interval)
         left = (f"; {len(same)} pairs running the same code both sides left out (block alone, "
                 f"compiled, no tlab node), their worst {min(vs[k] for k in same):.3f}x"
                 if same else "")

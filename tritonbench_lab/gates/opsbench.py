@@ -23,7 +23,13 @@ import triton.testing
 from tritonbench_lab import ops
 from tritonbench_lab.kernels import get_spec
 from tritonbench_lab.kernels.rope import rotate_half_rope
-from tritonbench_lab.measure.timing import host_rounds, host_times, paired_interval, paired_ratio
+from tritonbench_lab.measure.timing import (
+    bound_verdict,
+    host_rounds,
+    host_times,
+    paired_interval,
+    paired_ratio,
+)
 from tritonbench_lab.measure.verify import as_outputs, check
 from tritonbench_lab.spec import parse_dtype
 
@@ -205,15 +211,12 @@ SLOWEST = 0.97  # the target: none slower than the PyTorch op by more than 3%
 
 
 def _verdict(ratio: float, interval: tuple[float, float, float] | None = None) -> str:
-    """Met or missed; with the rounds' interval (timing.paired_interval), not resolved
-    where the ratio misses and the interval reaches the target."""
-    verdict = "met" if ratio >= SLOWEST else "missed"
+    """The target's verdict (timing.bound_verdict), after the rounds' interval where given."""
+    verdict = f"target {SLOWEST}x: {bound_verdict(ratio, SLOWEST, interval)}"
     if interval is None:
-        return f" (target {SLOWEST}x: {verdict})"
+        return f" ({verdict})"
     low, high, coverage = interval
-    if ratio < SLOWEST <= high:
-        verdict = f"not resolved: the interval reaches {SLOWEST}x"
-    return f" ({coverage:.0%} interval {low:.3f}-{high:.3f}x; target {SLOWEST}x: {verdict})"
+    return f" ({coverage:.0%} interval {low:.3f}-{high:.3f}x; {verdict})"
 
 
 def report(rows: list[OpsRow]) -> list[str]:

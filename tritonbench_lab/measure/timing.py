@@ -253,6 +253,18 @@ def paired_interval(theirs: list[float] | tuple[float, ...],
     return ratios[k - 1], ratios[n - k], 1 - 2 * tail
 
 
+def bound_verdict(ratio: float, bound: float,
+                  interval: tuple[float, float, float] | None = None) -> str:
+    """A ratio against the least it may be: met; missed; or, where it misses but the rounds'
+    interval (paired_interval) reaches the bound, not resolved (the rounds cannot tell it
+    from meeting the bound)."""
+    if ratio >= bound:
+        return "met"
+    if interval is not None and interval[1] >= bound:
+        return f"not resolved: the interval reaches {bound:g}x"
+    return "missed"
+
+
 def host_ms(fn: Callable[[], object], sync: Callable[[], None], gpu_ms: float) -> float:
     """host_times of one fn whose GPU time is `gpu_ms`: about HOST_ROUND_MS of it a round."""
     calls = max(2, min(HOST_CALLS, int(HOST_ROUND_MS / max(gpu_ms, 1e-6))))
