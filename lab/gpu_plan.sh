@@ -10,7 +10,7 @@
 #                                       #   swept again (--fresh: their first sweep ran out of
 #                                       #   memory), host-times, three checks, ops-bench, the
 #                                       #   H200's winners timed here (tlab portability)
-#   bash lab/gpu_plan.sh slack2         # lab/launch_profile.py, ops-bench and model-bench x4
+#   bash lab/gpu_plan.sh slack2         # lab/launch_profile.py, model-bench x4 and ops-bench
 #                                       #   after HOST_SLACK 2, with the rounds' intervals
 #   bash lab/gpu_plan.sh portability    # the H200: the H100's winners timed here
 #   bash lab/gpu_plan.sh models         # issue 51 on either GPU: the model-bench's shapes
@@ -155,11 +155,11 @@ case "$plan" in
     "mb11-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb11-7b-prefill-$slug.md") ;;
   slack2) STEPS+=(  # issue 51: where tlab's launch spends host time, ops-bench after HOST_SLACK 2
     "launch-profile-$slug|40|lab/launch_profile.py"
-    "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md"
     "mb12-1b-prefill-$slug|50|model-bench --width 1b --workload prefill --out $ROOT/logs/mb12-1b-prefill-$slug.md"
     "mb12-1b-decode-$slug|65|model-bench --width 1b --workload decode --out $ROOT/logs/mb12-1b-decode-$slug.md"
     "mb12-7b-decode-$slug|65|model-bench --width 7b --workload decode --out $ROOT/logs/mb12-7b-decode-$slug.md"
-    "mb12-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb12-7b-prefill-$slug.md") ;;
+    "mb12-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb12-7b-prefill-$slug.md"
+    "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(
