@@ -11,7 +11,8 @@
 #                                       #   memory), host-times, three checks, ops-bench, the
 #                                       #   H200's winners timed here (tlab portability)
 #   bash lab/gpu_plan.sh slack2         # lab/launch_profile.py, model-bench x4 and ops-bench
-#                                       #   after HOST_SLACK 2, with the rounds' intervals
+#                                       #   after HOST_SLACK 2, with the rounds' intervals; the
+#                                       #   launch profile with TLAB_FAST_LAUNCH=1
 #   bash lab/gpu_plan.sh portability    # the H200: the H100's winners timed here
 #   bash lab/gpu_plan.sh models         # issue 51 on either GPU: the model-bench's shapes
 #                                       #   recorded (lab/record_model_shapes.py) and swept
@@ -159,7 +160,8 @@ case "$plan" in
     "mb12-1b-decode-$slug|65|model-bench --width 1b --workload decode --out $ROOT/logs/mb12-1b-decode-$slug.md"
     "mb12-7b-decode-$slug|65|model-bench --width 7b --workload decode --out $ROOT/logs/mb12-7b-decode-$slug.md"
     "mb12-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb12-7b-prefill-$slug.md"
-    "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md") ;;
+    "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md"
+    "launch-profile-fast-$slug|40|lab/launch_profile.py --fast") ;;
   portability) STEPS+=(
     "portability-of-h100|360|portability nvidia-h100-80gb-hbm3") ;;
   models) STEPS+=(

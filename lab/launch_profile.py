@@ -9,20 +9,19 @@ current_stream), then a cProfile of PROFILED calls, the top 18 functions by own 
 
     PYTHONPATH=. python3 lab/launch_profile.py          # Triton's dispatch
     TLAB_FAST_LAUNCH=1 PYTHONPATH=. python3 lab/launch_profile.py   # the short way
+    PYTHONPATH=. python3 lab/launch_profile.py --fast   # the same (gpu_plan.sh passes no env)
 """
 
 import cProfile
 import os
 import pstats
 import statistics
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
 from triton.tools.tensor_descriptor import TensorDescriptor
-
-from tritonbench_lab import ops
-from tritonbench_lab.kernels import matmul_persistent as mp
 
 CALLS, ROUNDS, PROFILED = 20, 9, 400
 
@@ -55,6 +54,12 @@ def profile(name: str, fn) -> None:
 
 
 def main() -> None:
+    if "--fast" in sys.argv[1:]:
+        os.environ["TLAB_FAST_LAUNCH"] = "1"
+    # late: TLAB_FAST_LAUNCH is read when the kernel modules are imported
+    from tritonbench_lab import ops
+    from tritonbench_lab.kernels import matmul_persistent as mp
+
     print(f"TLAB_FAST_LAUNCH={os.environ.get('TLAB_FAST_LAUNCH', '')!r}, "
           f"{torch.cuda.get_device_name()}", flush=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
