@@ -54,6 +54,11 @@ def profile(name: str, fn) -> None:
 
 
 def main() -> None:
+    unknown = [arg for arg in sys.argv[1:] if arg != "--fast"]
+    if unknown:
+        print(f"launch_profile.py: unknown argument {unknown[0]!r}; accepted: --fast (the short "
+              "launch, TLAB_FAST_LAUNCH=1) or none", file=sys.stderr)
+        sys.exit(2)
     if "--fast" in sys.argv[1:]:
         os.environ["TLAB_FAST_LAUNCH"] = "1"
     # late: TLAB_FAST_LAUNCH is read when the kernel modules are imported
