@@ -164,9 +164,13 @@ case "$plan" in
     "launch-profile-fast-$slug|40|lab/launch_profile.py --fast") ;;
   portability)  # the H100's winners timed on an H200; two steps, so a call cut short keeps half
     [ "$slug" = nvidia-h200 ] || { echo "portability skipped: it needs an H200, this is $slug"; continue; }
+    # the kernels the H100 has configs for, the matmul family first
+    tuned=$(cd configs/nvidia-h100-80gb-hbm3 && ls -- *.csv | sed 's/\.csv$//')
+    matmuls=$(grep '^matmul' <<< "$tuned" | paste -sd, -)
+    rows=$(grep -v '^matmul' <<< "$tuned" | paste -sd, -)
     STEPS+=(
-    "portability-of-h100-matmuls|170|portability nvidia-h100-80gb-hbm3 --kernel matmul,matmul_gelu,matmul_fp8"
-    "portability-of-h100-rows|230|portability nvidia-h100-80gb-hbm3 --kernel softmax,rmsnorm,add_rmsnorm,layernorm,rope,add") ;;
+    "portability-of-h100-matmuls|170|portability nvidia-h100-80gb-hbm3 --kernel $matmuls"
+    "portability-of-h100-rows|230|portability nvidia-h100-80gb-hbm3 --kernel $rows") ;;
   models) STEPS+=(
     "record|60|lab/record_model_shapes.py $ROOT/logs/model-shapes.csv"
     "sweep-recorded|300|sweep --shapes-from $ROOT/logs/model-shapes.csv --search prior:64"
