@@ -115,6 +115,31 @@ def test_a_config_that_computes_wrong_is_an_error():
     assert "MODE=1" in problems[0].reason and "tolerance" in problems[0].reason
 
 
+
+def test_a_config_two_files_share_runs_once_and_fails_in_both(monkeypatch):
+    """Two GPUs' files holding the same wrong config: each file gets its error at its own
+    row, and the config runs once (the check's verdicts are kept across files)."""
+    from helpers.fixture_results import kernel_winner
+
+    from tritonbench_lab.gates import check as check_module
+    from tritonbench_lab.kernels import load_kernel_module
+
+    load_kernel_module(PLANTED)
+    calls = []
+    real = check_module.run_config
+    monkeypatch.setattr(check_module, "run_config",
+                        lambda *a: calls.append(a[1]) or real(*a))
+    wrong = dataclasses.replace(kernel_winner("planted", "fp32", "1000", 1.0, 1.0, "GB/s"),
+                                config="BLOCK=128 MODE=1 num_warps=4")
+    right = dataclasses.replace(wrong, config="BLOCK=128 MODE=0 num_warps=4")
+    device = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
+    ran = {}
+    first = check_module.run_configs(Path("a/planted.csv"), [(2, right), (3, wrong)], device, ran)
+    second = check_module.run_configs(Path("b/planted.csv"), [(5, wrong)], device, ran)
+    assert [(p.path, p.row) for p in first + second] == [(Path("a/planted.csv"), 3),
+                                                         (Path("b/planted.csv"), 5)]
+    assert len(calls) == 2 and all("MODE=1" in p.reason for p in first + second)
+
 def test_stale_rows_are_warnings_not_errors(root):
     folder = root / "configs" / "nvidia-h200"
     text = (folder / "matmul.csv").read_text()

@@ -244,11 +244,15 @@ def verify_shape(spec, config):
     return min(spec.small_shapes, key=lambda shape: spec.interpreter_seconds(shape, config))
 
 
-def run_configs(path: Path, rows: list[tuple[int, Winner]], device: str) -> list[Problem]:
+def run_configs(path: Path, rows: list[tuple[int, Winner]], device: str,
+                ran: dict | None = None) -> list[Problem]:
     """Each distinct config must compute the right result at a small shape (verify_shape),
-    in the row's dtype, or (where the interpreter cannot run that dtype) in another one."""
+    in the row's dtype, or (where the interpreter cannot run that dtype) in another one.
+    `ran` holds the verdicts of configs already run (by kernel, config and dtype), so that
+    a config two GPUs' files share runs once; each file still reports its own first row."""
 
     problems, seen = [], set()
+    ran = {} if ran is None else ran
     for number, w in rows:
         spec = get_spec(w.kernel)
         dtype = parse_dtype(w.dtype)
@@ -257,19 +261,27 @@ def run_configs(path: Path, rows: list[tuple[int, Winner]], device: str) -> list
         if (w.config, dtype) in seen:
             continue
         seen.add((w.config, dtype))
-        shape = verify_shape(spec, parse_config_text(w.config))
-        inputs = spec.make_inputs(shape, dtype, device, seed=0)
-        outputs = poison(spec.allocate_outputs(inputs))
-        try:
-            spec.launch(inputs, parse_config_text(w.config), outputs)
-            verdict = check(outputs, spec.reference(inputs), spec.tolerance[dtype])
-            reason = None if verdict.ok else verdict.detail
-        except Exception as err:  # a config that cannot run is what this gate is for
-            reason = f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
+        key = (w.kernel, w.config, dtype)
+        if key not in ran:
+            ran[key] = run_config(spec, parse_config_text(w.config), dtype, device)
+        shape, reason = ran[key]
         if reason:
             problems.append(Problem(path, number, ERROR, f"config {w.config!r} fails at {shape} "
                                     f"{dtype_name(dtype)}: {reason}"))
     return problems
+
+
+def run_config(spec, config: dict, dtype, device: str):
+    """(the small shape, why the config's output there is wrong or None)."""
+    shape = verify_shape(spec, config)
+    inputs = spec.make_inputs(shape, dtype, device, seed=0)
+    outputs = poison(spec.allocate_outputs(inputs))
+    try:
+        spec.launch(inputs, config, outputs)
+        verdict = check(outputs, spec.reference(inputs), spec.tolerance[dtype])
+        return shape, None if verdict.ok else verdict.detail
+    except Exception as err:  # a config that cannot run is what this gate is for
+        return shape, f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
 
 
 def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] | None = None,
@@ -283,9 +295,9 @@ def run_check(layout: Layout, *, backend: str, fingerprint, kernels: list[str] |
     device = "cpu" if backend == INTERPRETER else "cuda"
     if device == "cuda":
         compile_ahead(files, kernel_modules, timed_gpu=fingerprint.gpu_slug if timing else None)
-    reports = []
+    reports, ran = [], {}
     for path in files:
-        report = check_file(layout, path, device, fingerprint.triton, dtypes)
+        report = check_file(layout, path, device, fingerprint.triton, dtypes, ran)
         reports.append(report)
         mine = path.parent.name == fingerprint.gpu_slug
         if regret and mine and report.rows:
@@ -314,7 +326,7 @@ def _files_to_check(layout: Layout, kernels: list[str] | None, gpu: str | None) 
 
 
 def check_file(layout: Layout, path: Path, device: str, triton_version: str,
-               dtypes: list[str] | None) -> FileReport:
+               dtypes: list[str] | None, ran: dict | None = None) -> FileReport:
     """Everything the gate checks in one file but the timing: its rows parse, their content
     is valid, they are what the results beside it pick, and their configs run (at a small
     shape, on `device`). The report's rows are its valid rows of `dtypes` (all when None)."""
@@ -332,7 +344,7 @@ def check_file(layout: Layout, path: Path, device: str, triton_version: str,
     report.problems += against_results(
         path, rows, layout.results_file(path.parent.name, path.stem))
     report.rows = [(n, w) for n, w in valid if not dtypes or w.dtype in dtypes]
-    report.problems += run_configs(path, report.rows, device)
+    report.problems += run_configs(path, report.rows, device, ran)
     return report
 
 
