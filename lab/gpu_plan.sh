@@ -162,15 +162,25 @@ case "$plan" in
     "mb12-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb12-7b-prefill-$slug.md"
     "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md"
     "launch-profile-fast-$slug|40|lab/launch_profile.py --fast") ;;
-  portability)  # the H100's winners timed on an H200; two steps, so a call cut short keeps half
+  portability)  # the H100's winners timed on an H200: one step per kernel (the matmul family
+    # first), so that a call short of device time runs the steps that fit and keeps them
+    # (tlab portability writes its rows when it ends); each estimate from the pairs it times
+    # (the H200's winners on the H100: 4 s a matmul pair, 2.7 s a row-kernel pair)
     [ "$slug" = nvidia-h200 ] || { echo "portability skipped: it needs an H200, this is $slug"; continue; }
-    # the kernels the H100 has configs for, the matmul family first
-    tuned=$(cd configs/nvidia-h100-80gb-hbm3 && ls -- *.csv | sed 's/\.csv$//')
-    matmuls=$(grep '^matmul' <<< "$tuned" | paste -sd, -)
-    rows=$(grep -v '^matmul' <<< "$tuned" | paste -sd, -)
-    STEPS+=(
-    "portability-of-h100-matmuls|170|portability nvidia-h100-80gb-hbm3 --kernel $matmuls"
-    "portability-of-h100-rows|230|portability nvidia-h100-80gb-hbm3 --kernel $rows") ;;
+    while read -r kernel estimate; do
+      STEPS+=("portability-of-h100-$kernel|$estimate|portability nvidia-h100-80gb-hbm3 --kernel $kernel")
+    done < <(python3 - <<'PY'
+import csv, pathlib
+def shapes(gpu, kernel):
+    with open(f"configs/{gpu}/{kernel}.csv") as f:
+        return {(r["dtype"], r["shape"]) for r in csv.DictReader(f)}
+kernels = sorted(p.stem for p in pathlib.Path("configs/nvidia-h100-80gb-hbm3").glob("*.csv"))
+for k in sorted(kernels, key=lambda k: not k.startswith("matmul")):
+    mine = pathlib.Path(f"configs/nvidia-h200/{k}.csv")
+    n = len(shapes("nvidia-h100-80gb-hbm3", k) & shapes("nvidia-h200", k)) if mine.is_file() else 0
+    print(k, round(10 + (4 if k.startswith("matmul") else 2.7) * n))
+PY
+) ;;
   models) STEPS+=(
     "record|60|lab/record_model_shapes.py $ROOT/logs/model-shapes.csv"
     "sweep-recorded|300|sweep --shapes-from $ROOT/logs/model-shapes.csv --search prior:64"
