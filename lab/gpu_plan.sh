@@ -163,9 +163,9 @@ case "$plan" in
     "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md"
     "launch-profile-fast-$slug|40|lab/launch_profile.py --fast") ;;
   portability)  # the H100's winners timed on an H200: one step per kernel (the matmul family
-    # first), so that a call short of device time runs the steps that fit and keeps them
-    # (tlab portability writes its rows when it ends); each estimate from the pairs it times
-    # (the H200's winners on the H100: 4 s a matmul pair, 2.7 s a row-kernel pair)
+    # first), so that a call short of device time starts the steps that fit; each estimate
+    # from the pairs it times (the H200's winners on the H100: 4 s a matmul pair, 2.7 s a
+    # row-kernel pair)
     [ "$slug" = nvidia-h200 ] || { echo "portability skipped: it needs an H200, this is $slug"; continue; }
     while read -r kernel estimate; do
       STEPS+=("portability-of-h100-$kernel|$estimate|portability nvidia-h100-80gb-hbm3 --kernel $kernel")

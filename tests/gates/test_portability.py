@@ -151,6 +151,41 @@ def test_a_short_winner_is_timed_by_both_clocks_as_the_gate_times_it():
     assert bench_of(winner("8192x8192x8192", p50_ms=1.5)).timing == "events"
 
 
+
+def test_a_run_stopped_part_way_has_handed_over_the_kernels_it_finished(monkeypatch):
+    """measure() hands each kernel's samples over when its rounds end: an interrupt in the
+    second kernel leaves the first one's (which the command records at once), and every
+    worker, started or not, is stopped."""
+    from tritonbench_lab.gates import portability as gate
+
+    made = []
+
+    class FakeWorker:
+        def __init__(self, *args):
+            self.stopped = False
+            made.append(self)
+
+        def start_in_background(self):
+            pass
+
+        def stop(self):
+            self.stopped = True
+
+    def fake_time_pair(worker, pair, got, carried_first):
+        if pair.native.kernel == "softmax":
+            raise KeyboardInterrupt
+        got.carried.append(1.0)
+
+    monkeypatch.setattr(gate, "Worker", FakeWorker)
+    monkeypatch.setattr(gate, "_time_pair", fake_time_pair)
+    found = [gate.Pair(winner(s), winner(s)) for s in ("64", "128")]
+    found.append(gate.Pair(winner("8x64", kernel="softmax"), winner("8x64", kernel="softmax")))
+    handed = []
+    with pytest.raises(KeyboardInterrupt):
+        gate.measure(found, rounds=3, kernel_done=lambda ps, ss: handed.append((ps, ss)))
+    assert [(len(ps), [len(s.carried) for s in ss]) for ps, ss in handed] == [(2, [3, 3])]
+    assert len(made) == 6 and all(w.stopped for w in made)
+
 # --- the command, in Triton's interpreter -------------------------------------------------
 
 def tlab(*args, cwd=None):
@@ -186,6 +221,7 @@ def test_portability_times_the_other_gpus_winners_here_and_writes_rows_and_trust
     (trust,) = read_table(trust_file(tuned_here / "configs", "interpreter", "sim-gpu"), Trust)
     assert (trust.kernel, trust.dtype, trust.shapes, trust.from_gpu) == ("add", "fp32", 2, "sim-gpu")
     assert "do sim-gpu's configs hold on interpreter?" in done.stdout
+    assert "add: 2 shape(s) recorded in" in done.stdout  # as soon as add's rounds ended
 
 
 @pytest.mark.parametrize("args, phrase", [

@@ -67,17 +67,27 @@ def portability(
     if not found:
         raise TlabError(f"no shape that both {from_gpu} and {fp.gpu_slug} tuned (of the kernels "
                         "and dtypes asked for): nothing to carry")
+    run_id, capability, rows, trust = new_run_id(), _capability(backend), [], []
+    where = portability_file(layout.results, fp.gpu_slug, from_gpu)
+
+    def kernel_done(pairs, samples) -> None:
+        """Record a kernel's rows as soon as its rounds end (a run stopped later keeps them)."""
+        nonlocal trust
+        new = gate.rows(pairs, samples, from_gpu, fp, capability, rounds, run_id)
+        trust = gate.record(layout, fp.gpu_slug, from_gpu, new)
+        rows.extend(new)
+        console.print(f"{pairs[0].native.kernel}: {len(new)} shape(s) recorded in {where}")
+
     with Progress(TextColumn("portability"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), console=console, transient=True) as bar:
         task = bar.add_task("", total=rounds * len(found))
-        samples = gate.measure(found, rounds=rounds, interpret=backend == INTERPRETER,
-                               kernel_modules=kernel_modules_of(kernel_module, root),
-                               progress=lambda done, _: bar.update(task, completed=done))
-    rows = gate.rows(found, samples, from_gpu, fp, _capability(backend), rounds, new_run_id())
-    trust = gate.record(layout, fp.gpu_slug, from_gpu, rows)
+        gate.measure(found, rounds=rounds, interpret=backend == INTERPRETER,
+                     kernel_modules=kernel_modules_of(kernel_module, root),
+                     progress=lambda done, _: bar.update(task, completed=done),
+                     kernel_done=kernel_done)
     print_table(console, _shapes_table(rows, from_gpu))
     print_table(console, _trust_table(trust, from_gpu, fp.gpu_slug))
-    console.print(f"rows: {portability_file(layout.results, fp.gpu_slug, from_gpu)}   trust: "
+    console.print(f"rows: {where}   trust: "
                   f"{trust_file(layout.configs, fp.gpu_slug, from_gpu)}")
 
 

@@ -9,8 +9,9 @@ before it times it, so a carried config that computes wrongly here fails its row
 of each side's medians over the rounds is kept (the gate's statistic), the side that goes
 first alternating by round.
 
-One `Carried` row per shape goes to results/<gpu>/portability/<FROM>.csv (append-only), and
-configs/<gpu>/carried/<FROM>.csv is written again from the standing rows: whether FROM's
+One `Carried` row per shape goes to results/<gpu>/portability/<FROM>.csv (append-only, kernel
+by kernel as each one's rounds end), and configs/<gpu>/carried/<FROM>.csv is written again
+from the standing rows: whether FROM's
 configs hold here, per kernel and dtype (data/portability.py, the trust rule `ops` and
 `tuned.lookup` read on a GPU without configs of its own for that kernel and dtype).
 """
@@ -104,20 +105,34 @@ def bench_of(winner: Winner) -> BenchOptions:
 
 def measure(found: list[Pair], *, rounds: int = ROUNDS, interpret: bool = False,
             kernel_modules: tuple[str, ...] = (),
-            progress: Callable[[int, int], None] | None = None) -> list[Samples]:
-    """Each pair's medians over `rounds` fresh workers (module docstring)."""
+            progress: Callable[[int, int], None] | None = None,
+            kernel_done: Callable[[list[Pair], list[Samples]], None] | None = None,
+            ) -> list[Samples]:
+    """Each pair's medians over `rounds` fresh workers (module docstring), one kernel after
+    another: `kernel_done` gets a kernel's pairs and samples as soon as its rounds end, so
+    that a run stopped part way keeps the kernels it finished. The next round's worker
+    starts while this one times."""
     samples = [Samples() for _ in found]
     done, total = 0, rounds * len(found)
-    for round_ in range(rounds):
-        worker = Worker(interpret, kernel_modules)
+    for kernel in dict.fromkeys(p.native.kernel for p in found):
+        group = [i for i, p in enumerate(found) if p.native.kernel == kernel]
+        workers = [Worker(interpret, kernel_modules) for _ in range(rounds)]
         try:
-            for pair, got in zip(found, samples, strict=True):
-                _time_pair(worker, pair, got, carried_first=round_ % 2 == 0)
-                done += 1
-                if progress:
-                    progress(done, total)
+            for round_, worker in enumerate(workers):
+                worker.start_in_background()
+                if round_ + 1 < rounds:
+                    workers[round_ + 1].start_in_background()
+                for i in group:
+                    _time_pair(worker, found[i], samples[i], carried_first=round_ % 2 == 0)
+                    done += 1
+                    if progress:
+                        progress(done, total)
+                worker.stop()
         finally:
-            worker.stop()
+            for worker in workers:
+                worker.stop()
+        if kernel_done:
+            kernel_done([found[i] for i in group], [samples[i] for i in group])
     return samples
 
 
