@@ -115,7 +115,6 @@ def test_a_config_that_computes_wrong_is_an_error():
     assert "MODE=1" in problems[0].reason and "tolerance" in problems[0].reason
 
 
-
 def test_a_config_two_files_share_runs_once_and_fails_in_both(monkeypatch):
     """Two GPUs' files holding the same wrong config: each file gets its error at its own
     row, and the config runs once (the check's verdicts are kept across files)."""
@@ -139,6 +138,7 @@ def test_a_config_two_files_share_runs_once_and_fails_in_both(monkeypatch):
     assert [(p.path, p.row) for p in first + second] == [(Path("a/planted.csv"), 3),
                                                          (Path("b/planted.csv"), 5)]
     assert len(calls) == 2 and all("MODE=1" in p.reason for p in first + second)
+
 
 def test_stale_rows_are_warnings_not_errors(root):
     folder = root / "configs" / "nvidia-h200"

@@ -151,7 +151,6 @@ def test_a_short_winner_is_timed_by_both_clocks_as_the_gate_times_it():
     assert bench_of(winner("8192x8192x8192", p50_ms=1.5)).timing == "events"
 
 
-
 def test_a_run_stopped_part_way_has_handed_over_the_kernels_it_finished(monkeypatch):
     """measure() hands each kernel's samples over when its rounds end: an interrupt in the
     second kernel leaves the first one's (which the command records at once), and every
@@ -185,6 +184,7 @@ def test_a_run_stopped_part_way_has_handed_over_the_kernels_it_finished(monkeypa
         gate.measure(found, rounds=3, kernel_done=lambda ps, ss: handed.append((ps, ss)))
     assert [(len(ps), [len(s.carried) for s in ss]) for ps, ss in handed] == [(2, [3, 3])]
     assert len(made) == 6 and all(w.stopped for w in made)
+
 
 # --- the command, in Triton's interpreter -------------------------------------------------
 

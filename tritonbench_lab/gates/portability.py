@@ -11,9 +11,9 @@ first alternating by round.
 
 One `Carried` row per shape goes to results/<gpu>/portability/<FROM>.csv (append-only, kernel
 by kernel as each one's rounds end), and configs/<gpu>/carried/<FROM>.csv is written again
-from the standing rows: whether FROM's
-configs hold here, per kernel and dtype (data/portability.py, the trust rule `ops` and
-`tuned.lookup` read on a GPU without configs of its own for that kernel and dtype).
+from the standing rows: whether FROM's configs hold here, per kernel and dtype
+(data/portability.py, the trust rule `ops` and `tuned.lookup` read on a GPU without configs of
+its own for that kernel and dtype).
 """
 
 from __future__ import annotations
