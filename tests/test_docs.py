@@ -5,19 +5,19 @@ Command lines are the lines of fenced blocks that begin with `tlab`, `make` or `
 any `VAR=value` settings; `.venv/bin/` prefixes too). In a ```sh block every line must be one
 of those or a program named in OTHER_PROGRAMS.
 
-- `tlab` lines that work from stored rows, or on a CPU in seconds, are run as written, in the
-  order each page gives them, with the current directory a sandbox per page (a temporary copy
-  of results/, configs/, examples/ and pyproject.toml, whose [tool.tlab] table lists the
-  example kernel; CUDA hidden, so kernels run in Triton's interpreter):
-  list, plot, report, export, explain, targets, compare, check, compile, archive, new, and
-  sweeps of the example kernels under examples/ or of a module a `tlab new` line of the page
-  wrote. Each must exit 0 (RUN_EXIT_CODES and KNOWN_FAILURES
-  name the exceptions, with their reasons). The worktree must be unchanged afterwards.
-  plot, report, compare and archive lines that draw the committed GPU results are checked as
-  below instead (CI's `make plots-check` draws every committed result with plot, report and
-  compare, and tests/data/test_archive.py dry-runs archive over them: the same code on the
-  same rows, which each such line ran again for seconds); those that draw the interpreter's
-  rows of a page's own sweep run.
+- `tlab` lines that work from stored rows, or on a CPU in seconds, are run as written (each in
+  a process of its own: helpers/cli_server.py), in the order each page gives them, with the
+  current directory a sandbox per page (a temporary copy of results/, configs/, examples/ and
+  pyproject.toml, whose [tool.tlab] table lists the example kernel; CUDA hidden, so kernels run
+  in Triton's interpreter): list, plot, report, export, explain, targets, compare, check,
+  compile, archive, new, and sweeps of the example kernels under examples/ or of a module a
+  `tlab new` line of the page wrote. Each must exit 0 (RUN_EXIT_CODES and KNOWN_FAILURES name
+  the exceptions, with their reasons). The worktree must be unchanged afterwards. plot, report,
+  compare and archive lines that draw the committed GPU results are checked as below instead
+  (CI's `make plots-check` draws every committed result with plot, report and compare, and
+  tests/data/test_archive.py dry-runs archive over them: the same code on the same rows, which
+  each such line ran again for seconds); those that draw the interpreter's rows of a page's own
+  sweep run.
 - The other `tlab` lines need a GPU, or minutes of interpreter (sweeps of built-in kernels,
   calibrate, host-times, ops-bench, check --regret). They, and the `tlab ...` spans of inline
   code, are parsed by tlab's own option parser (unknown options, missing arguments, bad types
@@ -47,6 +47,8 @@ import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from helpers.cli_server import run_tlab
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -255,8 +257,7 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def tlab(argv: list[str], cwd: Path, extra_env: dict[str, str] | None = None,
          timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tritonbench_lab", *argv], cwd=cwd,
-                          env=_env(extra_env), capture_output=True, text=True, timeout=timeout)
+    return run_tlab(argv, cwd=cwd, env=_env(extra_env), timeout=timeout)
 
 
 def make_sandbox() -> Path:

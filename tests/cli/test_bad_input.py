@@ -1,9 +1,11 @@
 """Bad input to every `tlab` command: one line on stderr starting `tlab: error: `, exit code
 2, no traceback, and nothing created or changed on disk.
 
-The table runs each case as a subprocess, the way users run tlab, in a fresh working folder;
-the property test feeds arbitrary text to `tlab sweep --sizes/--dtype` in-process, with the
-sweep itself replaced so that no kernel ever runs.
+The table runs each case as `python -m tritonbench_lab` in a process of its own, in a fresh
+working folder (forked from a server that imported torch once: helpers/cli_server.py); the
+TLAB_FAST_LAUNCH cases run it as a plain subprocess, the way users run tlab; the property test
+feeds arbitrary text to `tlab sweep --sizes/--dtype` in-process, with the sweep itself replaced
+so that no kernel ever runs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from unittest import mock
 
 import pytest
 import torch
+from helpers.cli_server import run_tlab
 from helpers.faulty_kernels import FAULTS, ISSUE_FAULTS, module_text
 from helpers.paths import PLANTED, REPO
 from hypothesis import HealthCheck, event, given, settings
@@ -491,8 +494,7 @@ def test_bad_input_is_one_line_exit_2_and_touches_nothing(args, phrases, setup, 
     env = {k: v for k, v in os.environ.items() if k != "TLAB_DEBUG"}
     # Python's own bytecode cache would otherwise land next to a kernel module in tmp_path.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    result = subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], cwd=tmp_path,
-                            env=env, capture_output=True, text=True, timeout=120)
+    result = run_tlab(args, cwd=tmp_path, env=env, timeout=120)
     assert result.returncode == 2, result.stderr[-3000:]
     assert_one_error_line(result.stderr, phrases)
     assert snapshot(tmp_path) == before

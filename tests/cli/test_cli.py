@@ -3,15 +3,16 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from helpers.cli_server import run_tlab
 from helpers.paths import REPO
 
 
 def tlab(*args, env=None, cwd=None):
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], capture_output=True,
-                          text=True, env=full_env, cwd=cwd, timeout=300)
+    return run_tlab(list(args), cwd=cwd or Path.cwd(), env=full_env, timeout=300)
 
 
 def test_help_lists_the_commands_and_offers_completion():
@@ -39,6 +40,31 @@ def test_list_with_a_kernel_module_chooses_the_backend_before_loading_it():
                             text=True, env=env, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "axpy" in result.stdout
+
+
+def from_main(stderr: str) -> str:
+    """A traceback from tlab's __main__ on (the fork server's frames above it dropped)."""
+    if "Traceback" not in stderr:
+        return stderr
+    first_frame = stderr.find('File "', stderr.find("Traceback"))
+    main_frame = stderr.rfind('File "', 0, stderr.find(f"tritonbench_lab{os.sep}__main__.py"))
+    return stderr[:first_frame] + stderr[main_frame:]
+
+
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_the_tests_forked_command_line_gives_what_a_fresh_python_gives(debug, tmp_path):
+    # helpers/cli_server.py stands in for `python -m tritonbench_lab` in most tests: the same
+    # exit code, stdout and stderr (a one-line error, or with TLAB_DEBUG=1 its traceback).
+    (tmp_path / "kernels.py").write_text("raise ValueError('planted at import')\n")
+    env = {**os.environ, "TLAB_DEBUG": debug, "PYTHONDONTWRITEBYTECODE": "1"}
+    for args in (["sweep", "matmul", "--dtype", "bf17"], ["list", "-m", "kernels.py"],
+                 ["--version"]):
+        fresh = subprocess.run([sys.executable, "-m", "tritonbench_lab", *args],
+                               capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        forked = run_tlab(args, cwd=tmp_path, env=env, timeout=300)
+        assert (forked.returncode, forked.stdout, from_main(forked.stderr)) == (
+            fresh.returncode, fresh.stdout, from_main(fresh.stderr)), args
+        assert fresh.returncode == (0 if args == ["--version"] else 1 if debug == "1" else 2)
 
 
 def test_version():

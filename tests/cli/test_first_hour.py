@@ -5,8 +5,8 @@ generated pictures land in a folder git ignores, never in the committed plots/."
 import os
 import shutil
 import subprocess
-import sys
 
+from helpers.cli_server import run_tlab
 from helpers.fixture_results import SLUG, write_softmax_fixture
 from helpers.paths import REPO
 
@@ -16,9 +16,8 @@ DEFAULT_OUT = str(GENERATED)
 
 
 def tlab(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=300,
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    return run_tlab(list(args), cwd=cwd, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                    timeout=300)
 
 
 def test_pictures_reports_and_comparisons_go_to_an_ignored_folder_by_default(tmp_path):

@@ -6,9 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 
+from helpers.cli_server import run_tlab
 from helpers.fixture_results import record
 from helpers.paths import PLANTED, REPO
 from rich.console import Console
@@ -20,11 +19,11 @@ from tritonbench_lab.data.tally import tally
 def sweep_planted(tmp_path, space: dict):
     space_file = tmp_path / "space.json"
     space_file.write_text(json.dumps(space))
-    return subprocess.run(
-        [sys.executable, "-m", "tritonbench_lab", "sweep", "planted", "-m", str(PLANTED),
-         "--interpret", "--root", str(tmp_path / "out"), "--space", str(space_file)],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
-        env={**os.environ, "COLUMNS": "80"})  # a log's width: nothing may be cut or wrapped
+    return run_tlab(
+        ["sweep", "planted", "-m", str(PLANTED), "--interpret", "--root", str(tmp_path / "out"),
+         "--space", str(space_file)],
+        # a log's width: nothing may be cut or wrapped
+        cwd=REPO, timeout=300, env={**os.environ, "COLUMNS": "80"})
 
 
 def test_a_sweep_where_every_config_fails_says_why_and_exits_1(tmp_path):

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.cli_server import run_tlab
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.data.layout import Layout
@@ -189,8 +188,8 @@ def test_a_run_stopped_part_way_has_handed_over_the_kernels_it_finished(monkeypa
 # --- the command, in Triton's interpreter -------------------------------------------------
 
 def tlab(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], capture_output=True,
-                          text=True, timeout=600, cwd=cwd, env={**os.environ, "COLUMNS": "200"})
+    return run_tlab(list(args), cwd=cwd or Path.cwd(), env={**os.environ, "COLUMNS": "200"},
+                    timeout=600)
 
 
 @pytest.fixture(scope="module")

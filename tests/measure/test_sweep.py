@@ -9,10 +9,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.cli_server import run_tlab
 from helpers.paths import PLANTED as PLANTED_MODULE
 from helpers.paths import REPO
 from helpers.sweeps import request_for
@@ -50,11 +50,8 @@ SOFTMAX_SPACE = {"ROWS": [1, 64], "num_warps": [4, 32], "PER_SM": [0], "SPLIT": 
 
 def sweep(*args, out: Path) -> subprocess.CompletedProcess:
     """`tlab sweep ARGS --root OUT` in Triton's interpreter, from the repository root."""
-    return subprocess.run(
-        [sys.executable, "-m", "tritonbench_lab", "sweep", *args, "--interpret", "--root", str(out)],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return run_tlab(["sweep", *args, "--interpret", "--root", str(out)], cwd=REPO,
+                    env={**os.environ, "COLUMNS": "200"}, timeout=300)
 
 
 def said(result: subprocess.CompletedProcess) -> str:

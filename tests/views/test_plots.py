@@ -4,9 +4,11 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
+from helpers import cli_server
 from helpers.fixture_results import (
     COPY_GBPS,
     DEFAULT,
@@ -102,8 +104,8 @@ def test_report_numbers_equal_those_computed_from_the_csv(softmax):
 
 
 def run_tlab(*args):
-    return subprocess.run([sys.executable, "-m", "tritonbench_lab", *args], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    return cli_server.run_tlab(list(args), cwd=Path.cwd(), env={**os.environ, "COLUMNS": "200"},
+                               timeout=300)
 
 
 def test_plot_and_report_commands_write_their_files(tmp_path):
