@@ -68,6 +68,11 @@ def _child(request: dict, out_path: str, err_path: str) -> None:
     except BaseException:
         traceback.print_exc()
         code = 1
+    # What the interpreter does as it exits, in its order: wait for the command's threads,
+    # then run its atexit functions (multiprocessing's among them: a child that skipped them
+    # leaves its resource tracker warning of leaked semaphores), then flush.
+    threading._shutdown()
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
