@@ -92,7 +92,10 @@ def serve() -> None:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(request, out_path, err_path)
+            try:
+                _child(request, out_path, err_path)  # ends in os._exit
+            finally:
+                os._exit(70)  # _child failed before the command ran: never serve on in a child
         _, status = os.waitpid(pid, 0)
         print(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}), flush=True)
 
