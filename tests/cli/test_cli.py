@@ -3,16 +3,11 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from helpers.cli_server import run_tlab
+from helpers.commands import tlab
 from helpers.paths import REPO
-
-
-def tlab(*args, env=None, cwd=None):
-    full_env = {**os.environ, **(env or {})}
-    return run_tlab(list(args), cwd=cwd or Path.cwd(), env=full_env, timeout=300)
 
 
 def test_help_lists_the_commands_and_offers_completion():

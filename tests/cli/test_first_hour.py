@@ -2,11 +2,10 @@
 find its rows (and never mix them with a GPU's), the sweep suggests only what runs there, and
 generated pictures land in a folder git ignores, never in the committed plots/."""
 
-import os
 import shutil
 import subprocess
 
-from helpers.cli_server import run_tlab
+from helpers import commands
 from helpers.fixture_results import SLUG, write_softmax_fixture
 from helpers.paths import REPO
 
@@ -16,8 +15,7 @@ DEFAULT_OUT = str(GENERATED)
 
 
 def tlab(*args, cwd):
-    return run_tlab(list(args), cwd=cwd, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-                    timeout=300)
+    return commands.tlab(*args, cwd=cwd, env={"PYTHONDONTWRITEBYTECODE": "1"})
 
 
 def test_pictures_reports_and_comparisons_go_to_an_ignored_folder_by_default(tmp_path):

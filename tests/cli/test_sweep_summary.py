@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 
-from helpers.cli_server import run_tlab
+from helpers.commands import tlab
 from helpers.fixture_results import record
-from helpers.paths import PLANTED, REPO
+from helpers.paths import PLANTED
 from rich.console import Console
 
 from tritonbench_lab.cli.sweep_summary import print_tallies
@@ -19,11 +18,9 @@ from tritonbench_lab.data.tally import tally
 def sweep_planted(tmp_path, space: dict):
     space_file = tmp_path / "space.json"
     space_file.write_text(json.dumps(space))
-    return run_tlab(
-        ["sweep", "planted", "-m", str(PLANTED), "--interpret", "--root", str(tmp_path / "out"),
-         "--space", str(space_file)],
-        # a log's width: nothing may be cut or wrapped
-        cwd=REPO, timeout=300, env={**os.environ, "COLUMNS": "80"})
+    return tlab("sweep", "planted", "-m", str(PLANTED), "--interpret", "--root",
+                str(tmp_path / "out"), "--space", str(space_file),
+                env={"COLUMNS": "80"})  # a log's width: nothing may be cut or wrapped
 
 
 def test_a_sweep_where_every_config_fails_says_why_and_exits_1(tmp_path):

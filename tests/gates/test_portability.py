@@ -5,11 +5,10 @@ and `tlab portability` end to end in Triton's interpreter."""
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import pytest
-from helpers.cli_server import run_tlab
+from helpers.commands import tlab
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.data.layout import Layout
@@ -186,11 +185,6 @@ def test_a_run_stopped_part_way_has_handed_over_the_kernels_it_finished(monkeypa
 
 
 # --- the command, in Triton's interpreter -------------------------------------------------
-
-def tlab(*args, cwd=None):
-    return run_tlab(list(args), cwd=cwd or Path.cwd(), env={**os.environ, "COLUMNS": "200"},
-                    timeout=600)
-
 
 @pytest.fixture(scope="module")
 def tuned_here(tmp_path_factory) -> Path:

@@ -1,12 +1,12 @@
 """`python -m tritonbench_lab ARGS` in a process of its own, forked from one that has imported
 torch and pandas already.
 
-A test that runs the command line in a process of its own pays about two seconds of imports
-(torch, pandas) before the command starts; the bad-input tests run it well over a hundred
-times. Here one server process per test process imports those once, then forks a child per
-command: the child takes the command's working directory, environment and argv, runs the
-package's `__main__` as `python -m` would (the working directory first on sys.path), and
-exits with the command's exit code, its stdout and stderr in files the caller reads.
+A test that runs the command line in a process of its own pays for importing torch and pandas
+before the command starts, and the bad-input tests alone run it once a case. Here one server
+process per test process imports those once, then forks a child per command: the child takes
+the command's working directory, environment and argv, runs the package's `__main__` as
+`python -m` would (the working directory first on sys.path), and exits with the command's exit
+code, its stdout and stderr in files the caller reads.
 
 What the server imports never reads tlab's environment variables, and it imports no triton:
 tlab chooses the backend (TRITON_INTERPRET) before it first imports triton, so every child

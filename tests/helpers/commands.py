@@ -10,8 +10,10 @@ from helpers.cli_server import run_tlab
 from helpers.paths import REPO
 
 
-def tlab(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+def tlab(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess:
     """`tlab ARGS` in a process of its own (helpers/cli_server.py), from the repository root
     (or `cwd`: a user's project folder), on a console wide enough (200 columns) that rich
-    does not wrap table cells."""
-    return run_tlab(list(args), cwd=cwd, env={**os.environ, "COLUMNS": "200"}, timeout=600)
+    does not wrap table cells; `env` adds to (or overrides) this process's environment."""
+    return run_tlab(list(args), cwd=cwd, env={**os.environ, "COLUMNS": "200", **(env or {})},
+                    timeout=600)

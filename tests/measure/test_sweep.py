@@ -6,15 +6,13 @@ Also the planning arithmetic of tritonbench_lab.measure.sweep, directly.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.cli_server import run_tlab
+from helpers.commands import tlab
 from helpers.paths import PLANTED as PLANTED_MODULE
-from helpers.paths import REPO
 from helpers.sweeps import request_for
 
 from tritonbench_lab.data.layout import Layout
@@ -50,8 +48,7 @@ SOFTMAX_SPACE = {"ROWS": [1, 64], "num_warps": [4, 32], "PER_SM": [0], "SPLIT": 
 
 def sweep(*args, out: Path) -> subprocess.CompletedProcess:
     """`tlab sweep ARGS --root OUT` in Triton's interpreter, from the repository root."""
-    return run_tlab(["sweep", *args, "--interpret", "--root", str(out)], cwd=REPO,
-                    env={**os.environ, "COLUMNS": "200"}, timeout=300)
+    return tlab("sweep", *args, "--interpret", "--root", str(out))
 
 
 def said(result: subprocess.CompletedProcess) -> str:

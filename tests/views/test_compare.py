@@ -7,11 +7,10 @@ below can be checked by hand. Matmul shapes are round (1000^3 = 2e9 flops), so t
 """
 
 import math
-import os
 from pathlib import Path
 
 import pytest
-from helpers.cli_server import run_tlab
+from helpers.commands import tlab
 from helpers.paths import REPO
 
 from tritonbench_lab.data.records import GBPS, OK, OUT_OF_RESOURCES, TFLOPS, TRITON, Ceiling, Record
@@ -150,11 +149,6 @@ def test_no_common_dtype_kernel_or_shape_names_what_each_side_has(gpus, tmp_path
         cmp.compare([a, softmax])
     with pytest.raises(TlabError, match="no results for kernel 'softmax' in .*fixture-a"):
         cmp.compare([a, softmax], kernel=["softmax"])
-
-
-def tlab(*args, cwd=REPO):
-    env = {**os.environ, "COLUMNS": "200"}  # wide enough that table cells do not wrap
-    return run_tlab(list(args), cwd=cwd, env=env, timeout=120)
 
 
 def test_cli_prints_the_table_and_the_picture_path(gpus, tmp_path):

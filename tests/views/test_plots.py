@@ -1,14 +1,12 @@
 """Pictures and the report, built from the hand-checkable fixtures in helpers/fixture_results.py."""
 
-import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
-from helpers import cli_server
+from helpers.commands import tlab
 from helpers.fixture_results import (
     COPY_GBPS,
     DEFAULT,
@@ -103,20 +101,15 @@ def test_report_numbers_equal_those_computed_from_the_csv(softmax):
     assert "![softmax fp32](a.png)" in text
 
 
-def run_tlab(*args):
-    return cli_server.run_tlab(list(args), cwd=Path.cwd(), env={**os.environ, "COLUMNS": "200"},
-                               timeout=300)
-
-
 def test_plot_and_report_commands_write_their_files(tmp_path):
     write_softmax_fixture(tmp_path)
     out = tmp_path / "plots"
-    result = run_tlab("plot", "--root", str(tmp_path), "--out", str(out), "--format", "svg,png")
+    result = tlab("plot", "--root", str(tmp_path), "--out", str(out), "--format", "svg,png")
     assert result.returncode == 0, result.stderr
     for suffix in (".png", ".svg", "-landscape.png", "-landscape.svg"):
         path = out / SLUG / f"softmax-fp32{suffix}"
         assert path.is_file() and path.stat().st_size > 1000, path
-    result = run_tlab("report", "--root", str(tmp_path), "--out", str(out))
+    result = tlab("report", "--root", str(tmp_path), "--out", str(out))
     assert result.returncode == 0, result.stderr
     report = (out / SLUG / "REPORT.md").read_text()
     assert "### softmax, fp32" in report and re.search(r"\| 64x1024 \|", report)
@@ -126,9 +119,9 @@ def test_plot_and_report_commands_write_their_files(tmp_path):
 def test_pictures_and_report_are_the_same_bytes_from_the_same_rows(tmp_path):
     write_softmax_fixture(tmp_path)
     for out in ("a", "b"):
-        assert run_tlab("plot", "--root", str(tmp_path), "--out", str(tmp_path / out),
+        assert tlab("plot", "--root", str(tmp_path), "--out", str(tmp_path / out),
                         "--format", "svg,png").returncode == 0
-        assert run_tlab("report", "--root", str(tmp_path), "--out",
+        assert tlab("report", "--root", str(tmp_path), "--out",
                         str(tmp_path / out)).returncode == 0
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.*"))
     assert len(files) == 5  # 2 pictures x 2 formats + REPORT.md
@@ -145,7 +138,7 @@ def test_pictures_and_report_are_the_same_bytes_from_the_same_rows(tmp_path):
 ])
 def test_missing_inputs_are_one_line_errors(args, phrase, tmp_path):
     write_softmax_fixture(tmp_path)
-    result = run_tlab(*args, "--root", str(tmp_path), "--out", str(tmp_path / "plots"))
+    result = tlab(*args, "--root", str(tmp_path), "--out", str(tmp_path / "plots"))
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and phrase in result.stderr
     assert not (tmp_path / "plots").exists()
@@ -167,12 +160,12 @@ def test_a_dtype_with_no_ok_row_is_skipped_and_said_unless_asked_for(tmp_path):
         for shape in SHAPES])
     out = tmp_path / "plots"
     for command in ("plot", "report"):
-        result = run_tlab(command, "--root", str(tmp_path), "--out", str(out))
+        result = tlab(command, "--root", str(tmp_path), "--out", str(out))
         assert result.returncode == 0, result.stderr
         assert f"skipped {SLUG} softmax bf16: no row of it was timed ok" in result.stdout
     assert (out / SLUG / "softmax-fp32.svg").exists()
     assert not (out / SLUG / "softmax-bf16.svg").exists()
-    asked = run_tlab("plot", "--root", str(tmp_path), "--out", str(out), "--dtype", "bf16")
+    asked = tlab("plot", "--root", str(tmp_path), "--out", str(out), "--dtype", "bf16")
     assert asked.returncode == 2 and "no ok rows for dtype 'bf16'" in asked.stderr
 
 
@@ -232,14 +225,14 @@ def test_an_edited_result_row_changes_the_report(tmp_path):
     # The report is made from the rows: change one winner's time and the report follows.
     write_softmax_fixture(tmp_path)
     out = tmp_path / "plots"
-    assert run_tlab("report", "--root", str(tmp_path), "--out", str(out)).returncode == 0
+    assert tlab("report", "--root", str(tmp_path), "--out", str(out)).returncode == 0
     before = (out / SLUG / "REPORT.md").read_text()
     results = tmp_path / "results" / SLUG / "softmax.csv"
     lines = results.read_text().splitlines(keepends=True)
     winner = next(i for i, line in enumerate(lines) if ",ROWS=2 num_warps=8,ok," in line)
     lines[winner] = lines[winner].replace(",1000.0,GB/s,", ",1250.0,GB/s,")  # its throughput
     results.write_text("".join(lines))
-    assert run_tlab("report", "--root", str(tmp_path), "--out", str(out)).returncode == 0
+    assert tlab("report", "--root", str(tmp_path), "--out", str(out)).returncode == 0
     after = (out / SLUG / "REPORT.md").read_text()
     assert after != before and "| 1250 |" in after and "| 1000 |" in before
 
