@@ -62,6 +62,16 @@ def test_the_tests_forked_command_line_gives_what_a_fresh_python_gives(debug, tm
         assert fresh.returncode == (0 if args == ["--version"] else 1 if debug == "1" else 2)
 
 
+def test_the_tests_command_line_server_that_dies_says_so(tmp_path):
+    # A command that kills the server it was forked from (a kernel module doing so at import)
+    # gets a plain error naming the command, not a JSON decoding error; the next runs start a
+    # new server.
+    (tmp_path / "killer.py").write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n")
+    with pytest.raises(RuntimeError, match="server died .* running tlab list -m killer.py"):
+        run_tlab(["list", "-m", "killer.py"], cwd=tmp_path)
+    assert run_tlab(["--version"], cwd=tmp_path).returncode == 0
+
+
 def test_version():
     from tritonbench_lab import __version__
 

@@ -133,7 +133,11 @@ class _Client:
                        "timeout": max(1, round(timeout)), "stdout": str(out), "stderr": str(err)}
             server.stdin.write(json.dumps(request) + "\n")
             server.stdin.flush()
-            answer = json.loads(server.stdout.readline())
+            line = server.stdout.readline()
+            if not line:  # the server itself died: say so, not a JSON decoding error
+                raise RuntimeError(f"the test's command-line server died (exit code "
+                                   f"{server.wait()}) running tlab {' '.join(args)}")
+            answer = json.loads(line)
             with self.lock:
                 self.idle.append(server)
             return subprocess.CompletedProcess(

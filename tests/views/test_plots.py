@@ -120,9 +120,9 @@ def test_pictures_and_report_are_the_same_bytes_from_the_same_rows(tmp_path):
     write_softmax_fixture(tmp_path)
     for out in ("a", "b"):
         assert tlab("plot", "--root", str(tmp_path), "--out", str(tmp_path / out),
-                        "--format", "svg,png").returncode == 0
+                    "--format", "svg,png").returncode == 0
         assert tlab("report", "--root", str(tmp_path), "--out",
-                        str(tmp_path / out)).returncode == 0
+                    str(tmp_path / out)).returncode == 0
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.*"))
     assert len(files) == 5  # 2 pictures x 2 formats + REPORT.md
     for name in files:
