@@ -23,6 +23,7 @@ Which row:
   descriptors), so a config never crosses it. Nearest means the smallest sum over dims of
   |log2(size / tuned size)| (3000 is nearer 4096 than 2048), ties to the larger shape (a
   config tuned for more work under-fills a smaller problem less than the reverse over-fills);
+  a row whose config the kernel's constraints prune at this shape is passed over (pruned_here);
 - no rows of this kernel and dtype for this GPU at all: another GPU's file, where the committed
   portability measurement trusts that GPU's configs here (data/portability.py);
 - nothing in the class (or no file): the kernel's untuned config at that shape (its default
@@ -143,22 +144,60 @@ def nearest_first(items: list, shape: str, shape_of) -> list:
 
 
 def nearest_row(rows: list[Winner], sizes: tuple[int, ...],
-                near: Callable | None = None) -> Winner | None:
+                near: Callable | None = None,
+                why_not: Callable[[Winner], str | None] | None = None
+                ) -> tuple[Winner | None, str | None]:
     """The exact or nearest tuned row of the same alignment class (module docstring), sizes
-    compared as `near` maps them (a kernel's near_sizes; None: as they are)."""
+    compared as `near` maps them (a kernel's near_sizes; None: as they are), and what was
+    passed over: of the rows of other shapes, those whose config `why_not` (pruned_here)
+    gives a reason against are skipped, and the nearest of them is named in the second item
+    ("4096x1024's config BLOCK=1024 is pruned here: <reason>"), else None."""
     exact = [r for r in rows if shape_sizes(r.shape) == sizes]
     if exact:
-        return exact[0]
+        return exact[0], None
     near = near or tuple
     wanted = near(sizes)
     candidates = [(near(s), r) for s, r in ((shape_sizes(r.shape), r) for r in rows)
                   if len(s) == len(sizes)]
     candidates = [(s, r) for s, r in candidates
                   if len(s) == len(wanted) and alignment_class(s) == alignment_class(wanted)]
-    if not candidates:
+    candidates.sort(key=lambda c: (shape_distance(wanted, c[0]), -math.prod(c[0])))
+    passed = None
+    for _, row in candidates:
+        reason = why_not(row) if why_not is not None else None
+        if reason is None:
+            return row, passed
+        passed = passed or f"{row.shape}'s config {row.config} is pruned here: {reason}"
+    return None, passed
+
+
+def pruned_here(kernel: str, dtype: str, sizes: tuple[int, ...]
+                ) -> Callable[[Winner], str | None] | None:
+    """Why a row's config may not run at these sizes: the reason of the kernel's constraint
+    that prunes it there (on Hopper's limits, as KernelSpec.untuned_config), or None. A
+    constraint is the kernel's word that a config cannot run, or runs to waste, at a shape (a
+    block narrower than the row, say), so a config tuned elsewhere never crosses one. None
+    instead of a function for a kernel that is not registered or a dtype tlab does not name."""
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.space import HOPPER
+    from tritonbench_lab.spec import parse_dtype
+
+    try:
+        spec = get_spec(kernel)
+        shape = dict(spec.shape(*sizes).dims)
+        elem_bytes = parse_dtype(dtype).itemsize
+    except TlabError:
         return None
-    _, best = min(candidates, key=lambda c: (shape_distance(wanted, c[0]), -math.prod(c[0])))
-    return best
+
+    def why_not(row: Winner) -> str | None:
+        try:
+            config = spec.complete(parse_config_text(row.config))
+        except (TlabError, ValueError):  # a stale row: lookup and check name what is wrong
+            return None
+        return spec.space.why_pruned(config, shape, elem_bytes, HOPPER)
+
+    return why_not
 
 
 def near_sizes_of(kernel: str):
@@ -217,6 +256,8 @@ class Found:
     near: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None  # kernel's near_sizes
     # Where the file is another GPU's: the trust it rests on (data/portability.py).
     borrowed: Trust | None = None
+    # The nearest tuned row passed over, its config being pruned at these sizes (nearest_row).
+    passed_over: str | None = None
 
     @property
     def exact(self) -> bool:
@@ -240,14 +281,17 @@ def find(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None,
     path = config_file_in(configs, slug, kernel)
     key = dtype_key(dtype)
     near = near_sizes_of(kernel)
+    why_not = pruned_here(kernel, key, sizes)
     rows = _rows(path, kernel, key)
     if not rows:
         for trust in trusted_sources(configs, slug, kernel, key):
             other = config_file_in(configs, trust.from_gpu, kernel)
             borrowed = _rows(other, kernel, key)
             if borrowed:
-                return Found(other, sizes, nearest_row(borrowed, sizes, near), near, trust)
-    return Found(path, sizes, nearest_row(rows, sizes, near), near)
+                row, passed = nearest_row(borrowed, sizes, near, why_not)
+                return Found(other, sizes, row, near, trust, passed)
+    row, passed = nearest_row(rows, sizes, near, why_not)
+    return Found(path, sizes, row, near, passed_over=passed)
 
 
 def _rows(path: Path, kernel: str, dtype: str) -> list[Winner]:
@@ -277,7 +321,9 @@ def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int
         why = "does not exist" if not found.path.exists() else (
             f"has no {key} rows for {kernel} of the alignment class of "
             f"{'x'.join(map(str, ordered))} (each size divisible by 16 / 8 / neither: "
-            f"{'/'.join(map(str, alignment_class(ordered)))})")
+            f"{'/'.join(map(str, alignment_class(ordered)))})") if found.passed_over is None else (
+            f"has no {key} row for {kernel} whose config runs at {'x'.join(map(str, ordered))} "
+            f"(nearest: {found.passed_over})")
         warnings.warn(f"tlab: {found.path} {why}; using {kernel}'s default config", stacklevel=2)
     if default is not None:
         return dict(default)

@@ -13,6 +13,7 @@ from tritonbench_lab import tuned
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels.matmul import SPEC as MATMUL
 from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX
+from tritonbench_lab.space import HOPPER
 from tritonbench_lab.tuned import check_round_trip, lookup
 
 A = "BLOCK_M=64 BLOCK_N=64 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3"
@@ -135,6 +136,48 @@ def test_override_folder_wins_over_the_source_tree(tmp_path, monkeypatch):
     tuned.clear_cache()
     # The committed H200 file (in the source tree) has a different winner at 4096.
     assert lookup("matmul", "bf16", gpu="nvidia-h200", M=4096, N=4096, K=4096) != parse(A)
+
+
+FAST = ("BLOCK_M=128 BLOCK_N=128 BLOCK_K=128 GROUP_M=8 num_warps=8 num_stages=3 SPLIT_K=1 "
+        "REDUCE=0 TMA=1 FAST_ACC=1")
+FULL = FAST.replace("FAST_ACC=1", "FAST_ACC=0").replace("num_warps=8", "num_warps=4")
+
+
+def test_a_nearer_config_the_kernel_prunes_at_the_shape_is_passed_over(configs):
+    """matmul_fp8 prunes fast accumulation over a share of K longer than 4096 (its error
+    passes the tolerance there): 4096^3's FAST_ACC=1 winner is the nearest to 4096x4096x5120,
+    yet must not run there, so the farther 8192^3 winner answers, and explain names what was
+    passed over; with no other row, the untuned config, with a warning that says why."""
+    from tritonbench_lab.kernels.matmul_fp8 import SPEC as FP8
+    from tritonbench_lab.runtime.dispatch import explain
+
+    path = configs / "fixture-gpu" / "matmul_fp8.csv"
+    write_winners(path, [
+        winner("4096x4096x4096", FAST, dtype="fp8e4m3", kernel="matmul_fp8", op_p50_ms=2.0),
+        winner("8192x8192x8192", FULL, dtype="fp8e4m3", kernel="matmul_fp8", p50_ms=8.0,
+               op_p50_ms=16.0)])
+    tuned.clear_cache()
+    sizes = {"M": 4096, "N": 4096, "K": 5120}
+    assert lookup("matmul_fp8", "fp8e4m3", gpu="fixture-gpu", **sizes) == parse(FULL, FP8)
+    # K = 4096 is the fast config's own shape; 3072 is short enough for it
+    assert lookup("matmul_fp8", "fp8e4m3", gpu="fixture-gpu", M=4096, N=4096, K=3072
+                  ) == parse(FAST, FP8)
+    choice = explain("matmul_fp8", "fp8e4m3", "4096x4096x5120", gpu="fixture-gpu")
+    assert choice.tuned_shape == "8192x8192x8192"
+    assert "passed over a nearer shape: 4096x4096x4096's config" in choice.reason
+    assert "FAST_ACC=1 sums 5120 of K" in choice.reason
+
+    write_winners(path, [winner("4096x4096x4096", FAST, dtype="fp8e4m3", kernel="matmul_fp8",
+                                op_p50_ms=2.0)])
+    tuned.clear_cache()
+    with pytest.warns(UserWarning, match="no fp8e4m3 row for matmul_fp8 whose config runs at "
+                      "4096x4096x5120 .nearest: 4096x4096x4096's config .* is pruned here"):
+        got = lookup("matmul_fp8", "fp8e4m3", gpu="fixture-gpu", **sizes)
+    assert got == FP8.untuned_config(FP8.shape(4096, 4096, 5120), "fp8e4m3")
+    assert FP8.space.why_pruned(got, sizes, 1, HOPPER) is None
+    choice = explain("matmul_fp8", "fp8e4m3", "4096x4096x5120", gpu="fixture-gpu")
+    assert choice.provider == "torch" and choice.config is None
+    assert "no tuned fp8e4m3 config in fixture-gpu runs at this shape" in choice.reason
 
 
 def test_fallback_warns_exactly_once_naming_file_and_key(configs):

@@ -171,6 +171,9 @@ def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None
     whose and what the trust rests on."""
     found = find(kernel, dtype, sizes, gpu=gpu, directory=directory)
     choice = _decide(kernel, dtype, sizes, found)
+    if found.row is not None and found.passed_over is not None:
+        choice = dataclasses.replace(choice, reason=f"{choice.reason}; passed over a nearer "
+                                     f"shape: {found.passed_over}")
     if found.borrowed is None:
         return choice
     return dataclasses.replace(choice, reason=f"{choice.reason}; from {describe(found.borrowed)}")
@@ -180,6 +183,10 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
     shape = shape_text(sizes)
     name = dtype_key(dtype)
     row = found.row
+    if row is None and found.passed_over is not None:
+        return Choice(kernel, name, shape, TORCH_OP, None, None, None,
+                      f"no tuned {name} config in {found.path.parent.name} runs at this shape "
+                      f"(nearest: {found.passed_over})")
     if row is None:
         klass = "/".join(map(str, alignment_class(sizes)))
         return Choice(kernel, name, shape, TORCH_OP, None, None, None,
