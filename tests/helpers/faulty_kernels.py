@@ -107,6 +107,16 @@ FAULTS = {
             doubled_kernel[(triton.cdiv(x.numel(), meta["BLOCK"]),)](x, outputs[0], x.numel(),
                                                                      **meta, **options)
         ''', ["doubled: launch must return the outputs it was given", "got None"]),
+    "launch-writes-its-own-outputs": ('''
+        def launch(inputs, config, outputs):
+            meta, options = split_config(config)
+            x = inputs["x"]
+            z = torch.empty_like(x)
+            doubled_kernel[(triton.cdiv(x.numel(), meta["BLOCK"]),)](x, z, x.numel(), **meta,
+                                                                     **options)
+            return (z,)
+        ''', ["doubled: launch must write into the outputs it was given and return those "
+              "tensors; output(s) 0 it returned are new tensors"]),
     "constraint-of-the-wrong-arity": ('''
         def threads_busy(config, sizes, limits):
             return None

@@ -345,3 +345,11 @@ class _Calls:
             raise self.error(f"launch must return the outputs it was given (a tuple of "
                              f"{len(outputs)} tensor(s) of shapes {_shapes(outputs)}), got "
                              f"{_got(result, tensors)} ({self.at}, {config_text(config)})")
+        # A launch that writes tensors of its own escapes what the sweep checks on the given
+        # ones: the NaN poison (elements never written) and the guard band (writes past them).
+        strays = [i for i, (t, o) in enumerate(zip(tensors, outputs, strict=True))
+                  if t.data_ptr() != o.data_ptr()]
+        if strays:
+            raise self.error(f"launch must write into the outputs it was given and return those "
+                             f"tensors; output(s) {', '.join(map(str, strays))} it returned "
+                             f"are new tensors ({self.at}, {config_text(config)})")
