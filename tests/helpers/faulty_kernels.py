@@ -72,6 +72,9 @@ def check_shape(shape):
 TOLERANCE = {torch.float32: Tolerance(1e-6, 1e-6)}
 FROM_SIZE = None
 
+PARAMS = {"BLOCK": (64, 256), "num_warps": (1, 4)}
+UNTUNED = {"BLOCK": 256, "num_warps": 4}
+
 # --- the fault: redefines one of the pieces above ---
 FAULT
 
@@ -79,8 +82,7 @@ SPEC = KernelSpec(
     name="doubled", summary="z = 2 * x (tests: one piece replaced by a mistake)", dims=("n",),
     dtypes=(torch.float32,), launch=launch, allocate_outputs=allocate_outputs,
     reference=reference, baselines={"torch": torch_doubled},
-    space=Space(params={"BLOCK": (64, 256), "num_warps": (1, 4)}, constraints=(threads_busy,),
-                default={"BLOCK": 256, "num_warps": 4}),
+    space=Space(params=PARAMS, constraints=(threads_busy,), default=UNTUNED),
     default_shapes=(Shape.of(n=1 << 20),), small_shapes=(Shape.of(n=1000),),
     make_inputs=make_inputs, tolerance=TOLERANCE, cost=cost, metric=GBPS,
     check_shape=check_shape, from_size=FROM_SIZE,
@@ -117,6 +119,18 @@ FAULTS = {
             return (z,)
         ''', ["doubled: launch must write into the outputs it was given and return those "
               "tensors; output(s) 0 it returned are new tensors"]),
+    "space-parameter-misspelt": ('''
+        def launch(inputs, config, outputs):
+            meta, options = split_config(config)
+            x = inputs["x"]
+            doubled_kernel[(triton.cdiv(x.numel(), meta["BLOCK"]),)](x, outputs[0], x.numel(),
+                                                                     **meta, **options)
+            return outputs
+
+        PARAMS = {"BLOCK": (64, 256), "num_warps": (1, 4), "num_stage": (1, 2)}
+        UNTUNED = {"BLOCK": 256, "num_warps": 4, "num_stage": 1}
+        ''', ["doubled: space parameter(s) num_stage reach doubled_kernel as keywords, but it "
+              "has no argument of that name", "a GPU launch refuses them"]),
     "constraint-of-the-wrong-arity": ('''
         def threads_busy(config, sizes, limits):
             return None

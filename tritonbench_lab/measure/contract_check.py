@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -46,6 +47,39 @@ TAKES = {
     "interpreter_seconds": "(shape, config) -> seconds",
     "near_sizes": "sizes -> sizes",
 }
+
+
+# Keywords a Triton launch takes besides the kernel's own arguments (its compile and launch
+# options). A GPU launch refuses any other keyword; the interpreter drops it without a word, so
+# a space parameter misspelt (num_stage) would be swept there as if it did something.
+TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                  "launch_cooperative_grid", "launch_pdl", "debug")
+
+
+@contextmanager
+def _interpreted_launches() -> Iterator[list[tuple[str, tuple[str, ...], tuple[str, ...]]]]:
+    """Each launch of an interpreted Triton kernel inside the block, as (its name, its
+    arguments' names, the keywords it was given); nothing where this Triton's interpreter is
+    not built as expected (the check is then left to a GPU's launch)."""
+    launched: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        original = InterpretedFunction.run
+    except (ImportError, AttributeError):
+        yield launched
+        return
+
+    def run(self, *args, **kwargs):
+        launched.append((_name(getattr(self, "fn", self)), tuple(getattr(self, "arg_names", ())),
+                         tuple(k for k in kwargs if k not in ("grid", "warmup"))))
+        return original(self, *args, **kwargs)
+
+    InterpretedFunction.run = run
+    try:
+        yield launched
+    finally:
+        InterpretedFunction.run = original
 
 
 def check_user_kernels(backend: str, only: list[str] | None = None) -> dict[str, str]:
@@ -338,7 +372,17 @@ class _Calls:
         """launch under one config into NaN-poisoned outputs returns those outputs."""
         outputs = poison(self.outputs(inputs))
         what = f"launch (with {config_text(config)})"
-        result = self.call(what, "launch", self.spec.launch, inputs, config, outputs)
+        with _interpreted_launches() as launched:
+            result = self.call(what, "launch", self.spec.launch, inputs, config, outputs)
+        for kernel, arguments, keywords in launched:
+            unknown = [k for k in keywords if k in config and k not in arguments
+                       and k not in TRITON_OPTIONS]
+            if unknown and arguments:
+                raise self.error(
+                    f"space parameter(s) {', '.join(unknown)} reach {kernel} as keywords, but it "
+                    f"has no argument of that name (its arguments: {', '.join(arguments)}; "
+                    f"Triton's launch options: {', '.join(TRITON_OPTIONS)}): a GPU launch "
+                    f"refuses them, Triton's interpreter drops them silently ({self.at})")
         tensors = _tensors(result, bare=True)
         if tensors is None or [(t.shape, t.dtype) for t in tensors] != [
                 (o.shape, o.dtype) for o in outputs]:
