@@ -119,6 +119,14 @@ FAULTS = {
             return (z,)
         ''', ["doubled: launch must write into the outputs it was given and return those "
               "tensors; output(s) 0 it returned are new tensors"]),
+    "store-without-a-mask": ('''
+        @triton.jit
+        def doubled_kernel(x_ptr, z_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            # the mistake: the store has no mask, so the last block writes past the end
+            tl.store(z_ptr + offsets, 2 * tl.load(x_ptr + offsets, mask=offsets < n))
+        ''', ["doubled: launch wrote past the end of output 0 (", "elements after it): a store "
+              "out of bounds, most often a tl.store without a mask"]),
     "space-parameter-misspelt": ('''
         def launch(inputs, config, outputs):
             meta, options = split_config(config)

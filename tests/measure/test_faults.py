@@ -263,7 +263,8 @@ def test_a_worker_killed_by_a_signal_is_a_crash_row_naming_the_signal():
         crash = worker.run(Task("planted_signal", TRITON, (1000,), "fp32",
                                 {"BLOCK": 128, "MODE": 7, "num_warps": 4}), Timeouts())
         assert crash.status == "crash"
-        assert crash.error == "worker killed by SIGSEGV (signal 11)"
+        assert crash.error == ("worker killed by SIGSEGV (signal 11) (an access out of "
+                               "bounds? most often a tl.load or tl.store without a mask)")
         after = worker.run(Task("planted_signal", TRITON, (1000,), "fp32",
                                 {"BLOCK": 128, "MODE": 0, "num_warps": 4}), Timeouts())
         assert after.status == OK, after
@@ -275,5 +276,6 @@ def test_exit_codes_are_kept_and_signals_named():
     from tritonbench_lab.measure.worker import exit_text
 
     assert exit_text(3) == "worker exited with code 3"
-    assert exit_text(-9) == "worker killed by SIGKILL (signal 9)"
+    assert exit_text(-9) == "worker killed by SIGKILL (signal 9)"  # no hint: killed from outside
+    assert exit_text(-6).startswith("worker killed by SIGABRT (signal 6) (an access out of")
     assert exit_text(-200) == "worker killed by signal 200"

@@ -28,7 +28,7 @@ from tritonbench_lab.data.records import TFLOPS
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import builtin_names, get_spec, names
 from tritonbench_lab.measure.env import INTERPRETER, device_limits
-from tritonbench_lab.measure.verify import poison
+from tritonbench_lab.measure.verify import guard
 from tritonbench_lab.shapes import Shape
 from tritonbench_lab.space import Config, DeviceLimits, config_text
 from tritonbench_lab.spec import Cost, KernelSpec, Tolerance, dtype_name
@@ -48,6 +48,11 @@ TAKES = {
     "near_sizes": "sizes -> sizes",
 }
 
+
+# The margins around each output of the launch called here: wide enough to take a whole block
+# stored past the end (an unmasked tl.store), so that a missing mask is named in one line rather
+# than corrupting the memory of this process, where Triton's interpreter writes on the CPU.
+LAUNCH_MARGIN_BYTES = 1 << 20
 
 # Keywords a Triton launch takes besides the kernel's own arguments (its compile and launch
 # options). A GPU launch refuses any other keyword; the interpreter drops it without a word, so
@@ -369,11 +374,18 @@ class _Calls:
                                  f"tuple, got {_got(result, tensors)} ({self.at})")
 
     def launch(self, inputs: dict, config: Config) -> None:
-        """launch under one config into NaN-poisoned outputs returns those outputs."""
-        outputs = poison(self.outputs(inputs))
+        """launch under one config into NaN-poisoned outputs returns those outputs, having
+        written nowhere else."""
+        guarded = guard(self.outputs(inputs), LAUNCH_MARGIN_BYTES)
+        outputs = guarded.outputs
         what = f"launch (with {config_text(config)})"
         with _interpreted_launches() as launched:
             result = self.call(what, "launch", self.spec.launch, inputs, config, outputs)
+        overrun = guarded.overrun()
+        if overrun:
+            raise self.error(f"launch {overrun}: a store out of bounds, most often a tl.store "
+                             f"without a mask, or whose mask lets the last block run past the "
+                             f"end ({self.at}, {config_text(config)})")
         for kernel, arguments, keywords in launched:
             unknown = [k for k in keywords if k in config and k not in arguments
                        and k not in TRITON_OPTIONS]

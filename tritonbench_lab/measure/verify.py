@@ -77,10 +77,11 @@ class Guarded:
         return ""
 
 
-def guard(outputs: Outputs) -> Guarded:
-    """Each output as a view into a buffer with a margin of GUARD_BYTES before and after,
-    every element poisoned (NaN for floats) and every margin holding its sentinel. An output
-    that shares its storage with another is left in place: the kernel may rely on that."""
+def guard(outputs: Outputs, margin_bytes: int = GUARD_BYTES) -> Guarded:
+    """Each output as a view into a buffer with a margin of `margin_bytes` (a multiple of
+    128) before and after, every element poisoned (NaN for floats) and every margin holding
+    its sentinel. An output that shares its storage with another is left in place: the kernel
+    may rely on that."""
     storages = [out.untyped_storage().data_ptr() for out in outputs]
     placed, bands = [], []
     for out, storage in zip(outputs, storages, strict=True):
@@ -88,15 +89,15 @@ def guard(outputs: Outputs) -> Guarded:
             placed.append(out)
             bands.append(None)
             continue
-        view, band = _banded(out)
+        view, band = _banded(out, margin_bytes)
         placed.append(view)
         bands.append(band)
     poison(tuple(placed))
     return Guarded(tuple(placed), tuple(bands))
 
 
-def _banded(out: torch.Tensor) -> tuple[torch.Tensor, _Band]:
-    margin = max(1, GUARD_BYTES // out.element_size())
+def _banded(out: torch.Tensor, margin_bytes: int) -> tuple[torch.Tensor, _Band]:
+    margin = max(1, margin_bytes // out.element_size())
     span = 0 if out.numel() == 0 else 1 + sum(
         (size - 1) * stride for size, stride in zip(out.shape, out.stride(), strict=True))
     buffer = torch.empty(span + 2 * margin, dtype=out.dtype, device=out.device)

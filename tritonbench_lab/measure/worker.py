@@ -52,9 +52,12 @@ def exit_text(code: int | None) -> str:
     if code is None or code >= 0:
         return f"worker exited with code {code}"
     try:
-        return f"worker killed by {signal.Signals(-code).name} (signal {-code})"
+        name = signal.Signals(-code).name
     except ValueError:  # a number the OS has no name for
         return f"worker killed by signal {-code}"
+    hint = (" (an access out of bounds? most often a tl.load or tl.store without a mask)"
+            if name in ("SIGSEGV", "SIGBUS", "SIGABRT") else "")
+    return f"worker killed by {name} (signal {-code}){hint}"
 
 
 def _serve(inbox, outbox, kernel_modules, bench, interpret: bool, parent_pid: int,
