@@ -62,29 +62,36 @@ TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 
 
 @contextmanager
-def _interpreted_launches() -> Iterator[list[tuple[str, tuple[str, ...], tuple[str, ...]]]]:
-    """Each launch of an interpreted Triton kernel inside the block, as (its name, its
-    arguments' names, the keywords it was given); nothing where this Triton's interpreter is
-    not built as expected (the check is then left to a GPU's launch)."""
+def _launches() -> Iterator[list[tuple[str, tuple[str, ...], tuple[str, ...]]]]:
+    """Each launch of a Triton kernel inside the block (compiled or interpreted), as (its
+    name, its arguments' names, the keywords it was given); nothing from a Triton whose
+    classes are not built as expected (a GPU launch then still refuses a stray keyword)."""
     launched: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+    patched = []
     try:
         from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.jit import JITFunction
 
-        original = InterpretedFunction.run
-    except (ImportError, AttributeError):
-        yield launched
-        return
+        classes = [c for c in (InterpretedFunction, JITFunction) if callable(c.__dict__.get("run"))]
+    except ImportError:
+        classes = []
 
-    def run(self, *args, **kwargs):
-        launched.append((_name(getattr(self, "fn", self)), tuple(getattr(self, "arg_names", ())),
-                         tuple(k for k in kwargs if k not in ("grid", "warmup"))))
-        return original(self, *args, **kwargs)
+    def recorder(original):
+        def run(self, *args, **kwargs):
+            launched.append((_name(getattr(self, "fn", self)),
+                             tuple(getattr(self, "arg_names", ())),
+                             tuple(k for k in kwargs if k not in ("grid", "warmup"))))
+            return original(self, *args, **kwargs)
+        return run
 
-    InterpretedFunction.run = run
+    for cls in classes:
+        patched.append((cls, cls.__dict__["run"]))
+        cls.run = recorder(cls.__dict__["run"])
     try:
         yield launched
     finally:
-        InterpretedFunction.run = original
+        for cls, original in patched:
+            cls.run = original
 
 
 def check_user_kernels(backend: str, only: list[str] | None = None) -> dict[str, str]:
@@ -373,19 +380,8 @@ class _Calls:
                                  f"tensor(s) of shapes {_shapes(reference)}), as one tensor or a "
                                  f"tuple, got {_got(result, tensors)} ({self.at})")
 
-    def launch(self, inputs: dict, config: Config) -> None:
-        """launch under one config into NaN-poisoned outputs returns those outputs, having
-        written nowhere else."""
-        guarded = guard(self.outputs(inputs), LAUNCH_MARGIN_BYTES)
-        outputs = guarded.outputs
-        what = f"launch (with {config_text(config)})"
-        with _interpreted_launches() as launched:
-            result = self.call(what, "launch", self.spec.launch, inputs, config, outputs)
-        overrun = guarded.overrun()
-        if overrun:
-            raise self.error(f"launch {overrun}: a store out of bounds, most often a tl.store "
-                             f"without a mask, or whose mask lets the last block run past the "
-                             f"end ({self.at}, {config_text(config)})")
+    def stray_keywords(self, launched: list, config: Config) -> None:
+        """A space parameter handed to a Triton kernel that has no argument of its name."""
         for kernel, arguments, keywords in launched:
             unknown = [k for k in keywords if k in config and k not in arguments
                        and k not in TRITON_OPTIONS]
@@ -395,6 +391,25 @@ class _Calls:
                     f"has no argument of that name (its arguments: {', '.join(arguments)}; "
                     f"Triton's launch options: {', '.join(TRITON_OPTIONS)}): a GPU launch "
                     f"refuses them, Triton's interpreter drops them silently ({self.at})")
+
+    def launch(self, inputs: dict, config: Config) -> None:
+        """launch under one config into NaN-poisoned outputs returns those outputs, having
+        written nowhere else."""
+        guarded = guard(self.outputs(inputs), LAUNCH_MARGIN_BYTES)
+        outputs = guarded.outputs
+        what = f"launch (with {config_text(config)})"
+        with _launches() as launched:
+            try:
+                result = self.call(what, "launch", self.spec.launch, inputs, config, outputs)
+            except TlabError:  # a GPU launch refuses a stray keyword: say it as the CPU does
+                self.stray_keywords(launched, config)
+                raise
+        self.stray_keywords(launched, config)
+        overrun = guarded.overrun()
+        if overrun:
+            raise self.error(f"launch {overrun}: a store out of bounds, most often a tl.store "
+                             f"without a mask, or whose mask lets the last block run past the "
+                             f"end ({self.at}, {config_text(config)})")
         tensors = _tensors(result, bare=True)
         if tensors is None or [(t.shape, t.dtype) for t in tensors] != [
                 (o.shape, o.dtype) for o in outputs]:
