@@ -302,7 +302,7 @@ def test_a_worker_keeps_the_fastest_uncut_first_pass_time_of_its_case(monkeypatc
     readings = iter([(2.0, CUDAGRAPH), (1.0, CUDAGRAPH), (0.5, CUT), (3.0, CUDAGRAPH)])
     asked = []
 
-    def scripted(fn, options, interpreting, cut_ms=None):
+    def scripted(fn, options, interpreting, cut_ms=None, repeat=False):
         asked.append(cut_ms)
         p50, method = next(readings)
         return Timed(p50, p50, p50, method)
@@ -388,3 +388,33 @@ def test_a_ratio_short_of_its_bound_is_missed_unless_its_interval_reaches_the_bo
     assert timing.bound_verdict(0.96, 0.98, (0.94, 0.97, 0.96)) == "missed"
     assert timing.bound_verdict(0.96, 0.98, (0.93, 0.99, 0.96)) == (
         "not resolved: the interval reaches 0.98x")
+
+
+def test_without_a_gpu_a_short_call_is_repeated_and_one_slow_call_does_not_decide(monkeypatch):
+    """Wall-clock timing in the interpreter: a baseline's call of 0.02 ms whose first call
+    took 11.65 ms (a CPU hiccup) is repeated up to INTERPRETER_MAX_REPS and judged by the
+    median; one of 30 ms twice (the budget leaves the slowest call out); a kernel's call once."""
+    clock = iter([])
+
+    def scripted(durations_ms):
+        nonlocal clock
+        moments, now = [], 0.0
+        for ms in durations_ms:
+            moments += [now, now + ms / 1e3]
+            now += ms / 1e3 + 1.0
+        clock = iter(moments)
+
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(clock))
+    calls = []
+    scripted([11.65] + [0.021] * 20)
+    short = time_call(lambda: calls.append(1), BenchOptions(), True, repeat=True)
+    assert len(calls) == timing.INTERPRETER_MAX_REPS
+    assert short.p50 == pytest.approx(0.021) and short.method == "interpreter"
+    calls.clear()
+    scripted([30.0] * 5)
+    long = time_call(lambda: calls.append(1), BenchOptions(), True, repeat=True)
+    assert len(calls) == 2 and long.p50 == pytest.approx(30.0)
+    calls.clear()
+    scripted([11.65] + [0.021] * 5)
+    kernel = time_call(lambda: calls.append(1), BenchOptions(), True)
+    assert len(calls) == 1 and kernel.p50 == pytest.approx(11.65)

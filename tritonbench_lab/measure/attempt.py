@@ -175,7 +175,8 @@ class Attempts:
         that was not cut may lead the case's early cut (_cut_ms)."""
         bench = task.bench or self.bench
         try:
-            timed = time_call(call, bench, self.interpreting, self._cut_ms(bench))
+            timed = time_call(call, bench, self.interpreting, self._cut_ms(bench),
+                              repeat=task.provider != TRITON)
             sync()
             host = None
             if task.host_time and not self.interpreting and timed.method != CUT:

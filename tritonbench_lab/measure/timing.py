@@ -77,6 +77,15 @@ ESTIMATE_CALLS = 5
 CUT_FACTOR = 1.5
 
 
+# Without a GPU, calls are wall-clock timed one by one: an interpreted kernel once (it takes
+# milliseconds to seconds; a slow call only makes tlab's kernel look slower). A baseline's call
+# (`repeat`), a PyTorch op of microseconds on a CPU, is repeated while its calls but the slowest
+# took under INTERPRETER_REPEAT_MS, up to INTERPRETER_MAX_REPS, and judged by the median: one
+# call of an op of 20 us was seen to take 11 ms once (another process's burst), which made the
+# interpreter's kernel look 1.7x faster than the op and moved ops' choice at that shape to it.
+INTERPRETER_REPEAT_MS = 10.0
+INTERPRETER_MAX_REPS = 5
+
 # The most a timing budget may ask (`--rep-ms` and the like): ten seconds of repeats a
 # config and shape is already far past where more calls change a median; a larger number is
 # a typo, and would hold a sweep for days.
@@ -92,7 +101,8 @@ class BenchOptions:
     warmup_ms: int = 25
     rep_ms: int = 100
     # Interpreter times say nothing about a GPU (rows are labelled so); one wall-clock call
-    # keeps the pipeline honest without doubling an interpreter sweep's time.
+    # keeps the pipeline honest without doubling an interpreter sweep's time (a baseline's
+    # short calls are repeated: INTERPRETER_REPEAT_MS).
     interpreter_reps: int = 1
     timing: str = "events"
     # The first pass's early cut (module docstring): None, never; else the factor over the
@@ -158,12 +168,15 @@ def quantiles(samples: list[float]) -> tuple[float, float, float]:
 
 
 def time_call(fn: Callable[[], object], options: BenchOptions, interpreting: bool,
-              cut_ms: float | None = None) -> Timed:
+              cut_ms: float | None = None, repeat: bool = False) -> Timed:
     """Time calls of `fn` with the clock(s) of `options`; with `cut_ms`, a graph timing whose
-    first calls' median exceeds it stops there (the early cut: method CUT)."""
+    first calls' median exceeds it stops there (the early cut: method CUT). Without a GPU,
+    `repeat` repeats short calls (a baseline's: INTERPRETER_REPEAT_MS)."""
     if interpreting:
-        samples = []
-        for _ in range(options.interpreter_reps):
+        samples: list[float] = []
+        while len(samples) < options.interpreter_reps or (
+                repeat and len(samples) < INTERPRETER_MAX_REPS
+                and sum(samples) - max(samples) < INTERPRETER_REPEAT_MS):
             start = time.perf_counter()
             fn()
             samples.append((time.perf_counter() - start) * 1e3)
