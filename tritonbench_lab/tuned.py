@@ -44,7 +44,7 @@ from pathlib import Path
 from tritonbench_lab.data import store
 from tritonbench_lab.data.layout import INTERPRETER_SLUG, Layout, config_file_in, slugify
 from tritonbench_lab.data.portability import trusted_sources
-from tritonbench_lab.data.project import PYPROJECT, kernel_modules
+from tritonbench_lab.data.project import kernel_modules
 from tritonbench_lab.data.records import Trust, Winner, dtype_name_of, parse_config_text
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.shapes import shape_sizes
@@ -89,12 +89,7 @@ def spec_of(kernel: str, module: str | Path | None = None):
                                 f"(it defines {', '.join(defined)})")
     elif kernel not in names():
         load_project(Path.cwd())
-    try:
-        return get_spec(kernel)
-    except TlabError as err:
-        raise TlabError(f"{err} (a kernel of your own: name its module, or list its module in "
-                        f"[tool.tlab] kernel-modules of {PYPROJECT} in the current folder)"
-                        ) from None
+    return get_spec(kernel)  # an unknown name: its error says how a user's kernel is loaded
 
 
 def load_project(folder: Path) -> None:

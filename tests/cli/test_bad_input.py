@@ -206,7 +206,12 @@ CASES = [
     case("dtype-bf17", [*SWEEP, "--dtype", "bf17"],
          ["unknown dtype 'bf17'", "accepted are fp32, fp16, bf16"]),
     case("kernel-matmull", ["sweep", "matmull", "--interpret", "--root", "{tmp}"],
-         ["unknown kernel 'matmull'", "did you mean 'matmul'", "known kernels are matmul"]),
+         ["unknown kernel 'matmull'", "did you mean 'matmul'", "known kernels are matmul",
+          "a kernel of your own once its module is loaded (-m FILE.py"]),
+    case("kernel-of-ones-own-without-its-module", ["sweep", "l2norm", "--interpret", "--root",
+                                                   "{tmp}"],
+         ["unknown kernel 'l2norm' (l2norm.py in this folder is not loaded: -m l2norm.py loads "
+          "it)"], _module_named("l2norm.py")),
     case("matmul-bf16-in-interpreter",
          ["sweep", "matmul", "--interpret", "--root", "{tmp}", "--dtype", "bf16"],
          ["cannot run in Triton's interpreter", "11584", "run it on a GPU"]),

@@ -125,8 +125,9 @@ def test_a_kernel_the_current_folders_pyproject_lists_needs_no_loading(project):
 
 
 def test_what_cannot_be_served_is_one_line(project):
-    with pytest.raises(TlabError, match="unknown kernel 'nobody'.*list its module in "
-                       r"\[tool.tlab\] kernel-modules of pyproject.toml") as caught:
+    with pytest.raises(TlabError, match="unknown kernel 'nobody'.*once its module is loaded "
+                       r".*\[tool.tlab\] kernel-modules in the current folder's "
+                       "pyproject.toml") as caught:
         ops.kernel("nobody")
     assert "\n" not in str(caught.value)
     path = _kernel_module(project, "axpy_named")

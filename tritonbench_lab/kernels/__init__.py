@@ -62,7 +62,11 @@ def get_spec(name: str) -> KernelSpec:
         known = names()
         close = difflib.get_close_matches(name, known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise TlabError(f"unknown kernel {name!r}{hint}: known kernels are {', '.join(known)}")
+        if Path(f"{name}.py").is_file():  # the user's own module, not loaded
+            hint = f" ({name}.py in this folder is not loaded: -m {name}.py loads it)"
+        raise TlabError(f"unknown kernel {name!r}{hint}: known kernels are {', '.join(known)}; "
+                        f"a kernel of your own once its module is loaded (-m FILE.py, module=, "
+                        f"or [tool.tlab] kernel-modules in the current folder's pyproject.toml)")
     module_name, attr = _BUILTIN[name].split(":")
     return getattr(importlib.import_module(module_name), attr)
 
