@@ -26,7 +26,7 @@ SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
 @pytest.fixture
 def configs(tmp_path, monkeypatch):
     """TEST DATA: matmul fp32 winners: 1024^3 where tlab's kernel beat the op 2x, 4096^3
-    where the op won, and 2048x2048x1024 where tlab led by just under NEAR_MARGIN."""
+    where the op won, and 2048x2048x1024 where tlab ran just under NEAR_MARGIN times the op."""
     write_winners(tmp_path / SLUG / "matmul.csv", [
         winner("1024x1024x1024", A, dtype="fp32", p50_ms=1.0, op_p50_ms=2.0),
         winner("2048x2048x1024", A, dtype="fp32", p50_ms=1.0, op_p50_ms=NEAR_MARGIN - 0.01),
@@ -41,7 +41,7 @@ def configs(tmp_path, monkeypatch):
     ((4096, 4096, 4096), "torch", "tuned here, and the PyTorch op was faster (0.90x)"),
     ((1024, 1024, 1040), "triton", "nearest tuned shape 1024x1024x1024: 2.00x"),
     ((1536, 1024, 1024), "triton", "nearest tuned shape 1024x1024x1024"),  # 1.5x away
-    ((2048, 2048, 1040), "torch", "led by 1.09x, less than the 1.10x"),
+    ((2048, 2048, 1040), "torch", "ran 1.09x the PyTorch op, less than the 1.10x"),
     ((512, 256, 512), "torch", "more than 2x away"),  # 1 + 2 + 1 octaves
     ((1000, 1000, 1000), "torch", "no fp32 shape of alignment class 8/8/8"),
 ])
@@ -105,12 +105,12 @@ def test_decide_needs_the_near_margin_on_eager_times_too(configs):
 @pytest.mark.parametrize("kernel, times, expected, phrase", [
     # a matmul 2x the op but slower than the compiled op: the op in compiled graphs
     ("matmul", (1.0, 2.0, 0.9, None, None), ("triton", "triton", "torch", "torch"),
-     "inside torch.compile 0.90x the faster of the op and torch.compile (needs 1.10x): the "
+     "inside torch.compile 0.90x the fastest baseline timed (torch.compile's) (needs 1.10x): the "
      "op there"),
     # a matmul 1.05x both: eagerly tlab's, not in a compiled graph (Inductor fuses the op's
     # neighbours into it)
     ("matmul", (1.0, 1.05, 1.06, None, None), ("triton", "triton", "torch", "torch"),
-     "inside torch.compile 1.05x the faster of the op and torch.compile (needs 1.10x)"),
+     "inside torch.compile 1.05x the fastest baseline timed (the PyTorch op) (needs 1.10x)"),
     # a matmul ahead of both: tlab's kernel everywhere
     ("matmul", (1.0, 2.0, 1.5, None, None), ("triton",) * 4, "inside torch.compile 1.50x"),
     # a softmax 1.05x the op (and no compiled time): eagerly tlab's, not in a compiled graph

@@ -32,6 +32,8 @@ TRITON = "triton"  # the provider name of the kernel under test; baselines use t
 # The baseline that is the PyTorch op a user would otherwise call (torch.matmul, torch.softmax,
 # ...): `ops` uses tlab's kernel only where it measured faster than this one.
 TORCH_OP = "torch"
+# The baseline that is torch.compile's code for the op (spec.compile_baseline), by convention.
+COMPILED = "compiled"
 
 # The two throughput units; a kernel spec says which one its users judge it by.
 TFLOPS = "TFLOP/s"

@@ -48,6 +48,7 @@ import torch
 
 from tritonbench_lab.data.portability import describe
 from tritonbench_lab.data.records import (
+    COMPILED,
     HERE,
     NEARBY,
     ON_CPU,
@@ -205,13 +206,13 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                       eager_speedup=eager)
     if found.exact:
         wins = speedup > 1.0
-        reason = (f"tuned here: {speedup:.2f}x the PyTorch op" if wins else
-                  f"tuned here, and the PyTorch op was faster ({speedup:.2f}x)")
+        reason = (f"tuned here: {_x(speedup)} the PyTorch op" if wins else
+                  f"tuned here, and the PyTorch op was faster ({_x(speedup)})")
     else:
         wins = speedup >= NEAR_MARGIN
-        reason = (f"nearest tuned shape {row.shape}: {speedup:.2f}x the PyTorch op there" if wins
-                  else f"at the nearest tuned shape {row.shape} tlab's kernel led by "
-                  f"{speedup:.2f}x, less than the {NEAR_MARGIN:.2f}x a nearby shape needs")
+        reason = (f"nearest tuned shape {row.shape}: {_x(speedup)} the PyTorch op there" if wins
+                  else f"at the nearest tuned shape {row.shape} tlab's kernel ran {_x(speedup)} "
+                  f"the PyTorch op, less than the {NEAR_MARGIN:.2f}x a nearby shape needs")
     eager_wins = wins if eager is None else (eager > 1.0 if found.exact else eager >= NEAR_MARGIN)
     if eager is None:
         if found.path.parent.name != "interpreter":  # host times are a GPU's
@@ -219,7 +220,7 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                        "(`tlab host-times` on that GPU records them)")
     else:
         scaled = "" if found.exact else f"; GPU times x{scale:.2f}, this shape's work"
-        reason += (f"; called eagerly {eager:.2f}x (a call's host time {row.host_ms * 1e3:.0f} "
+        reason += (f"; called eagerly {_x(eager)} (a call's host time {row.host_ms * 1e3:.0f} "
                    f"us, the op's {row.op_host_ms * 1e3:.0f} us, each x{HOST_SLACK:g} for a "
                    f"slower host{scaled})")
         if eager_wins != wins:
@@ -227,7 +228,7 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                        f"in a CUDA graph {'tlab' if wins else 'the op'}")
     config = parse_config_text(row.config) if wins or eager_wins else None
     baseline = row.baseline_p50_ms / row.p50_ms if row.baseline_p50_ms else None
-    fused, fused_reason = _compiled_rule(speedup, baseline, found.exact)
+    fused, fused_reason = _compiled_rule(speedup, baseline, found.exact, row.best_baseline)
     reason += fused_reason
     # A compiled graph run without CUDA graphs launches Inductor's kernels in a few us each,
     # so its GPU time hides its host time; a tlab node whose launch (on a host HOST_SLACK
@@ -244,15 +245,25 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                   TRITON if wins and fused else TORCH_OP)
 
 
-def _compiled_rule(speedup: float, baseline: float | None, exact: bool) -> tuple[bool, str]:
+def _x(ratio: float) -> str:
+    """A speed ratio as the reasons say it: two decimals, or two digits where those would
+    read 0.00x (an interpreted kernel against a PyTorch op on the CPU)."""
+    return f"{ratio:.2f}x" if ratio >= 0.01 else f"{ratio:.2g}x"
+
+
+def _compiled_rule(speedup: float, baseline: float | None, exact: bool, best: str = ""
+                   ) -> tuple[bool, str]:
     """Whether the kernel's GPU time earns it a place inside a compiled graph (FUSED_MARGIN),
-    and the reason's words for it; the eager or captured rule must hold as well."""
+    and the reason's words for it; the eager or captured rule must hold as well. `baseline`
+    is the speedup over the fastest baseline the sweep timed, `best` its name."""
     against = speedup if baseline is None else min(speedup, baseline)
     margin = FUSED_MARGIN if exact else max(FUSED_MARGIN, NEAR_MARGIN)
     fused, need = against >= margin, f"{margin:.2f}x"
-    what = "the PyTorch op" if baseline is None else "the faster of the op and torch.compile"
+    named = {"": "", TORCH_OP: " (the PyTorch op)", COMPILED: " (torch.compile's)"}
+    what = ("the PyTorch op" if baseline is None else
+            f"the fastest baseline timed{named.get(best, f' ({best})')}")
     verdict = "" if fused else ": the op there, for Inductor to compile"
-    return fused, f"; inside torch.compile {against:.2f}x {what} (needs {need}){verdict}"
+    return fused, f"; inside torch.compile {_x(against)} {what} (needs {need}){verdict}"
 
 
 def explain(kernel: str, dtype, shape: str | int | tuple[int, ...] | dict | Shape, *,
