@@ -92,6 +92,17 @@ def test_list_shows_every_kernel_with_space_dtypes_baselines_and_shapes():
     assert "torch, unfused, compiled" in out
     assert "torch, inductor (opt-in)" in out  # matmul's max-autotune baseline: when asked
     assert "8192x8192x8192" in out and "8192x65536" in out
+    assert out.startswith("axpy  ")  # the user's own kernel first, not under the built-ins
+
+
+def test_list_shows_the_kernels_asked_for():
+    result = tlab("list", "-m", "examples/axpy.py", "--kernel", "axpy,add", env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    headers = [line.split()[0] for line in result.stdout.splitlines()
+               if line and not line.startswith(" ") and "  " in line
+               and line.split()[0] not in ("metric", "dtypes", "baselines", "space", "shapes",
+                                           "contract")]
+    assert headers == ["axpy", "add"]
 
 
 ONE_LINE_ERRORS = [

@@ -9,20 +9,25 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tritonbench_lab.cli.options import Interpret, KernelModules, prepare
+from tritonbench_lab.cli.options import Interpret, KernelModules, Kernels, prepare, split_list
+from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measure.env import device_limits
 
 
-def describe_kernels(backend: str, checked: dict[str, str] | None = None) -> list[dict[str, str]]:
-    """One dict of printable fields per kernel; pruning uses the current GPU's limits.
-    `checked`: what the contract check called, for the kernels it checked."""
+def describe_kernels(backend: str, checked: dict[str, str] | None = None,
+                     only: list[str] | None = None) -> list[dict[str, str]]:
+    """One dict of printable fields per kernel (of `only`, when given), the user's own
+    first; pruning uses the current GPU's limits. `checked`: what the contract check called,
+    for the kernels it checked."""
     limits, checked = device_limits(backend), checked or {}
     # late: `tlab --help` imports no torch
-    from tritonbench_lab.kernels import all_specs
+    from tritonbench_lab.kernels import builtin_names, get_spec, names
     from tritonbench_lab.spec import dtype_name
 
+    chosen = [n for n in names() if only is None or n in only]
+    builtin = set(builtin_names())
     rows = []
-    for spec in all_specs():
+    for spec in [get_spec(n) for n in sorted(chosen, key=lambda n: n in builtin)]:
         kept_counts = []
         for shape in spec.default_shapes:
             for dtype in spec.dtypes:
@@ -51,15 +56,23 @@ def describe_kernels(backend: str, checked: dict[str, str] | None = None) -> lis
     return rows
 
 
-def list_kernels(kernel_module: KernelModules = None, interpret: Interpret = None) -> None:
-    """List every kernel: dtypes, baselines, config space (before -> after pruning), shapes.
-    Your kernels (-m) are checked first: each piece of the spec is called once at its first
-    small shape, and the first that returns the wrong thing is named (exit 2)."""
+def list_kernels(kernels: Kernels = None, kernel_module: KernelModules = None,
+                 interpret: Interpret = None) -> None:
+    """List the kernels, your own (-m) first: dtypes, baselines, config space (before ->
+    after pruning), shapes. Your kernels are checked first: each piece of the spec is called
+    once at its first small shape, and the first that returns the wrong thing is named
+    (exit 2)."""
     backend = prepare(interpret, kernel_module)
+    chosen = split_list(kernels)
     # late: `tlab --help` imports no torch
+    from tritonbench_lab.kernels import get_spec, names
     from tritonbench_lab.measure.contract_check import check_user_kernels
 
-    rows = describe_kernels(backend, check_user_kernels(backend))
+    if chosen == []:
+        raise TlabError(f"no kernels in --kernel: known kernels are {', '.join(names())}")
+    for name in chosen or ():
+        get_spec(name)  # an unknown name: one line naming the known ones
+    rows = describe_kernels(backend, check_user_kernels(backend, chosen), chosen)
     console = Console()
     for row in rows:
         console.print(f"[bold]{row['kernel']}[/bold]  {row['summary']}")

@@ -82,8 +82,8 @@ KernelModules = Annotated[list[Path] | None, typer.Option(
     "--kernel-module", "-m", metavar="FILE",
     help="A Python file defining SPEC = KernelSpec(...) (or SPECS = [...]) for your own "
     "kernels; repeat the option for several files. Added to those the project lists in "
-    "[tool.tlab] kernel-modules of its pyproject.toml (in ROOT, else the current folder), "
-    "which are always loaded.", show_default=False)]
+    "[tool.tlab] kernel-modules of its pyproject.toml (in --root for a command that has "
+    "one, else the current folder), which are always loaded.", show_default=False)]
 
 Interpret = Annotated[bool | None, typer.Option(
     "--interpret/--gpu",
