@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Annotated
 
@@ -11,22 +10,20 @@ from rich.console import Console
 
 from tritonbench_lab.cli.options import KernelModules, KernelName, Root, configs_in_space, own_kernels
 from tritonbench_lab.data.layout import Layout
+from tritonbench_lab.errors import TlabError
 from tritonbench_lab.views.export import write_export
 
-
-class Format(str, enum.Enum):
-    autotune = "autotune"
-    json = "json"
-    vllm = "vllm"
+FORMATS = ("autotune", "json", "vllm")
 
 
 def export(
     kernel: KernelName,
-    format: Annotated[Format, typer.Option(
-        "--format", help="autotune: a Python module of triton.Config lists per GPU and the "
+    format: Annotated[str, typer.Option(
+        "--format", metavar="|".join(FORMATS), autocompletion=lambda: list(FORMATS),
+        help="autotune: a Python module of triton.Config lists per GPU and the "
         "autotune key; json: one JSON file per GPU keyed by dtype and shape; vllm: vLLM's "
         "layout, one file per GPU, dtype and fixed sizes keyed by the first size (M, rows), "
-        "read by tritonbench_lab.views.export.load_vllm_config.")] = Format.autotune,
+        "read by tritonbench_lab.views.export.load_vllm_config.")] = "autotune",
     out: Annotated[Path, typer.Option(
         "--out", help="Folder to write the exported files into (by default one git "
         "ignores: copy them where your code reads them).")] = Path("build/exported"),
@@ -34,13 +31,15 @@ def export(
     kernel_module: KernelModules = None,
 ) -> None:
     """Export KERNEL's committed winners for code that does not use tlab."""
+    if format not in FORMATS:
+        raise TlabError(f"--format {format}: accepted are {', '.join(FORMATS)}")
     own_kernels(kernel_module, root)
     from tritonbench_lab.kernels import get_spec  # late: `tlab --help` imports no torch
 
     spec = get_spec(kernel)
     configs_in_space(spec, Layout(root).config_files([kernel]))  # before anything is written
     dims = tuple(spec.dims)
-    for path in write_export(Layout(root), kernel, format.value, out, dims,
+    for path in write_export(Layout(root), kernel, format, out, dims,
                              tuple(spec.autotune_key or dims)):
         Console().print(f"wrote {path}")
 
