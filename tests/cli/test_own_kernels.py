@@ -48,6 +48,32 @@ def test_export_takes_your_kernel_module(root):
                               "16777216": {"BLOCK": 4096, "num_warps": 8}}}
 
 
+def test_an_autotune_key_your_kernel_does_not_take_is_refused_before_anything_is_written(root):
+    """The autotune export's KEY is the spec's autotune_key, else its dims: a kernel whose
+    size argument is named otherwise (n_elements for the dim n) would have @triton.autotune
+    refuse KEY at its first launch, so the export names both and writes nothing."""
+    assert tlab("export", "axpy", "-m", AXPY, "--root", str(root), "--out",
+                str(root / "exported")).returncode == 0
+    assert "KEY = ['n']" in (root / "exported" / "axpy_configs.py").read_text()
+    source = (REPO / "examples" / "axpy.py").read_text()
+    renamed = source.replace("    n, alpha,  # length", "    n_elements, alpha,  # length")
+    renamed = renamed.replace("mask = offsets < n\n", "mask = offsets < n_elements\n")
+    assert renamed.count("n_elements") == 2
+    module = root / "axpy_renamed.py"
+    module.write_text(renamed)
+    stderr = _one_line_error(tlab("export", "axpy", "-m", str(module), "--root", str(root),
+                                  "--out", str(root / "refused")))
+    assert ("KEY would be n, which no Triton kernel of axpy's module takes (axpy_kernel takes "
+            "x_ptr, y_ptr, z_ptr, n_elements, alpha, BLOCK); set autotune_key=") in stderr
+    assert not (root / "refused").exists()
+    keyed = renamed.replace('    name="axpy",', '    name="axpy", autotune_key=("n_elements",),')
+    assert keyed != renamed
+    module.write_text(keyed)
+    assert tlab("export", "axpy", "-m", str(module), "--root", str(root), "--out",
+                str(root / "keyed")).returncode == 0
+    assert "KEY = ['n_elements']" in (root / "keyed" / "axpy_configs.py").read_text()
+
+
 def test_explain_takes_your_kernel_module(root):
     done = tlab("explain", "axpy", "-m", AXPY, "--shape", "1048576", "--dtype", "fp32",
                 "--root", str(root))

@@ -39,9 +39,40 @@ def export(
     spec = get_spec(kernel)
     configs_in_space(spec, Layout(root).config_files([kernel]))  # before anything is written
     dims = tuple(spec.dims)
-    for path in write_export(Layout(root), kernel, format, out, dims,
-                             tuple(spec.autotune_key or dims)):
+    key = tuple(spec.autotune_key or dims)
+    if format == "autotune":
+        check_key(spec, key)
+    for path in write_export(Layout(root), kernel, format, out, dims, key):
         Console().print(f"wrote {path}")
+
+
+def check_key(spec, key: tuple[str, ...]) -> None:
+    """Refuse an autotune key that no Triton kernel of the spec's module takes as arguments
+    (a row kernel's dims, rows and cols, where its kernel takes n_cols): @triton.autotune
+    would refuse the exported KEY at its first launch. Nothing is said where the module holds
+    no Triton kernel to ask."""
+    import inspect  # late: `tlab --help` imports no triton
+
+    from triton.runtime.jit import KernelInterface
+
+    module = inspect.getmodule(spec.launch)
+    takes = {}
+    for value in vars(module).values() if module is not None else ():
+        # a @triton.jit function, compiled or interpreted, or one under autotune/heuristics
+        names = getattr(value, "arg_names", None)
+        if isinstance(value, KernelInterface) and isinstance(names, (list, tuple)):
+            while isinstance(getattr(value, "fn", None), KernelInterface):
+                value = value.fn
+            takes[_name(value)] = list(names)
+    if takes and not any(set(key) <= set(names) for names in takes.values()):
+        kernels = "; ".join(f"{name} takes {', '.join(names)}" for name, names in takes.items())
+        raise TlabError(f"--format autotune: KEY would be {', '.join(key)}, which no Triton "
+                        f"kernel of {spec.name}'s module takes ({kernels}); set autotune_key= "
+                        f"in its KernelSpec to the names your kernel's size arguments have")
+
+
+def _name(kernel) -> str:
+    return getattr(getattr(kernel, "fn", None), "__name__", None) or "a kernel"
 
 
 def register(app: typer.Typer) -> None:
