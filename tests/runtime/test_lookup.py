@@ -286,3 +286,26 @@ def test_a_kernel_can_compare_shapes_by_what_its_configs_see(configs, monkeypatc
     # The exact shape still comes first: 1 x 4096 finds its own row, not 1 x 16384's.
     assert lookup("rope", torch.bfloat16, gpu="fixture-gpu", batch=1, seq=4096, heads=32,
                   head_dim=128) == parse(narrow, ROPE)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sizes", [(3312, 9344, 5664), (4096, 4096, 12288), (2048, 2048, 6144)])
+def test_committed_fp8_configs_carried_to_a_long_k_stay_within_tolerance(sizes):
+    """At shapes no one tuned, with K past matmul_fp8's fast-accumulation limit, the config
+    lookup carries from this GPU's committed file must give a product within the tolerance
+    (on an H100, the nearest row's FAST_ACC=1 config gave 1.15x and 1.68x of it at the first
+    two before lookup passed over configs the constraints prune there)."""
+    from tritonbench_lab.kernels.matmul_fp8 import SPEC as FP8
+    from tritonbench_lab.measure.verify import as_outputs, check
+
+    tuned.clear_cache()
+    found = tuned.find("matmul_fp8", "fp8e4m3", sizes, directory=REPO / "configs")
+    if found.row is None:
+        pytest.skip(f"no committed matmul_fp8 configs near {sizes} on this GPU")
+    config = lookup("matmul_fp8", "fp8e4m3", directory=REPO / "configs",
+                    **dict(zip(FP8.dims, sizes, strict=True)))
+    dtype = torch.float8_e4m3fn
+    inputs = FP8.make_inputs(FP8.shape(*sizes), dtype, "cuda", 0)
+    out = FP8.launch(inputs, config, FP8.allocate_outputs(inputs))
+    verdict = check(as_outputs(out), FP8.reference(inputs), FP8.tolerance[dtype])
+    assert verdict.ok, (config, verdict.detail)
