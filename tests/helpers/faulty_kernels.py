@@ -109,6 +109,10 @@ FAULTS = {
             doubled_kernel[(triton.cdiv(x.numel(), meta["BLOCK"]),)](x, outputs[0], x.numel(),
                                                                      **meta, **options)
         ''', ["doubled: launch must return the outputs it was given", "got None"]),
+    "reference-in-the-inputs-precision": ('''
+        def reference(inputs):
+            return (2 * inputs["x"],)
+        ''', ["doubled: reference output 0 is torch.float32: compute the reference in float64"]),
     "launch-writes-its-own-outputs": ('''
         def launch(inputs, config, outputs):
             meta, options = split_config(config)

@@ -362,6 +362,11 @@ class _Calls:
             if ref.shape != out.shape:
                 raise self.error(f"reference output {index} has shape {tuple(ref.shape)}, but "
                                  f"allocate_outputs gives {tuple(out.shape)} ({self.at})")
+            # The tolerance is a float64 reference's: one computed in the inputs' precision
+            # carries their rounding, and can pass a wrong output or fail a right one.
+            if ref.is_floating_point() and ref.dtype != torch.float64:
+                raise self.error(f"reference output {index} is {ref.dtype}: compute the "
+                                 f"reference in float64 (inputs[...].double()) ({self.at})")
         return tensors
 
     def baselines(self, inputs: dict, reference: tuple) -> None:
