@@ -5,7 +5,11 @@ A piece that returns the wrong thing otherwise surfaces late and points the wron
 reference returning a bare tensor marks every provider wrong ("1 outputs, reference has
 1000"), a launch returning None or a cost returning a tuple stops the sweep with a traceback.
 Here the first piece that breaks the contract is named in one line (a TlabError): which field,
-what it must return, what it gave.
+what it must return, what it gave. The launch is watched more closely than the sweep can: its
+outputs sit between margins wide enough for a whole block stored past the end (a missing mask
+would otherwise corrupt this process's memory in the interpreter), it must return the tensors
+it was given, and each Triton kernel it launches must take the space parameters handed to it
+(the interpreter drops an unknown keyword where a GPU refuses it).
 
 The calls run where the kernels run: in Triton's interpreter on CPU tensors, or on the GPU. In
 the interpreter they take the first dtype it runs for the kernel (`interpreter_dtypes`); a
