@@ -225,6 +225,15 @@ class KernelSpec:
         found = self.space.default_at(dict(shape.dims), dtype.itemsize, limits)
         return found if found is not None else dict(self.space.default)
 
+    def pruned_at(self, config: Mapping[str, int], sizes: tuple[int, ...],
+                  dtype: torch.dtype | str, limits: DeviceLimits = HOPPER) -> str | None:
+        """Why a stored config (completed by `complete`'s rule) may not run at these sizes
+        (in dims order) and dtype: the reason of the constraint that prunes it there (on
+        Hopper's limits unless given others, as untuned_config), or None."""
+        dtype = parse_dtype(dtype) if isinstance(dtype, str) else dtype
+        return self.space.why_pruned(self.complete(config), dict(self.shape(*sizes).dims),
+                                     dtype.itemsize, limits)
+
     def config_outside(self, config: str | Mapping[str, int]) -> str | None:
         """Why a stored config (its text, or a dict), completed by `complete`'s rule, is not
         a point of this kernel's space, or None when it is."""

@@ -169,28 +169,23 @@ def nearest_row(rows: list[Winner], sizes: tuple[int, ...],
 def pruned_here(kernel: str, dtype: str, sizes: tuple[int, ...]
                 ) -> Callable[[Winner], str | None] | None:
     """Why a row's config may not run at these sizes: the reason of the kernel's constraint
-    that prunes it there (on Hopper's limits, as KernelSpec.untuned_config), or None. A
-    constraint is the kernel's word that a config cannot run, or runs to waste, at a shape (a
-    block narrower than the row, say), so a config tuned elsewhere never crosses one. None
-    instead of a function for a kernel that is not registered or a dtype tlab does not name."""
+    that prunes it there (KernelSpec.pruned_at), or None. A constraint is the kernel's word
+    that a config cannot run, or runs to waste, at a shape (a block narrower than the row,
+    say), so a config tuned elsewhere never crosses one. None instead of a function for a
+    kernel that is not registered."""
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
-    from tritonbench_lab.space import HOPPER
-    from tritonbench_lab.spec import parse_dtype
 
     try:
         spec = get_spec(kernel)
-        shape = dict(spec.shape(*sizes).dims)
-        elem_bytes = parse_dtype(dtype).itemsize
     except TlabError:
         return None
 
     def why_not(row: Winner) -> str | None:
         try:
-            config = spec.complete(parse_config_text(row.config))
-        except (TlabError, ValueError):  # a stale row: lookup and check name what is wrong
+            return spec.pruned_at(parse_config_text(row.config), sizes, dtype)
+        except (TlabError, ValueError):  # a stale row, an unnamed dtype: lookup names them
             return None
-        return spec.space.why_pruned(config, shape, elem_bytes, HOPPER)
 
     return why_not
 

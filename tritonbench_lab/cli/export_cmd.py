@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated
 
@@ -51,8 +52,7 @@ def check_key(spec, key: tuple[str, ...]) -> None:
     (a row kernel's dims, rows and cols, where its kernel takes n_cols): @triton.autotune
     would refuse the exported KEY at its first launch. Nothing is said where the module holds
     no Triton kernel to ask."""
-    import inspect  # late: `tlab --help` imports no triton
-
+    # late: `tlab --help` imports no triton
     from triton.runtime.jit import KernelInterface
 
     module = inspect.getmodule(spec.launch)

@@ -73,6 +73,7 @@ def _launches() -> Iterator[list[tuple[str, tuple[str, ...], tuple[str, ...]]]]:
     launched: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
     patched = []
     try:
+        # late: optional, these classes being Triton's internals (absent: nothing recorded)
         from triton.runtime.interpreter import InterpretedFunction
         from triton.runtime.jit import JITFunction
 

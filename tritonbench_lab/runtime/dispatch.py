@@ -246,8 +246,8 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
 
 
 def _x(ratio: float) -> str:
-    """A speed ratio as the reasons say it: two decimals, or two digits where those would
-    read 0.00x (an interpreted kernel against a PyTorch op on the CPU)."""
+    """A speed ratio as the reasons say it: two decimals, or two significant digits for a
+    ratio under a hundredth (an interpreted kernel against a PyTorch op on the CPU)."""
     return f"{ratio:.2f}x" if ratio >= 0.01 else f"{ratio:.2g}x"
 
 
