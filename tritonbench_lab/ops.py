@@ -226,7 +226,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
             return torch.matmul(a, b)
     how = _elsewhere(a, b)
     sa, sb, dtype = a.shape, b.shape, a.dtype  # each read once: every read builds an object
-    ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _MATMUL_DTYPES
+    # operands that do not multiply (K differs) take the op's path, which raises its own error
+    ours = (len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and dtype == b.dtype
+            and dtype in _MATMUL_DTYPES)
     if how is not None:
         if how == GRAPH and ours:
             return _into(out, _REGISTERED["matmul"](a, b, tuned_state()))
@@ -273,7 +275,8 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
         raise ValueError(f"approximate={approximate!r}: accepted are 'none' and 'tanh'")
     how = _elsewhere(a, b, bias)
     sa, sb, dtype = a.shape, b.shape, a.dtype
-    ours = len(sa) == 2 and len(sb) == 2 and dtype == b.dtype and dtype in _DTYPES["matmul_gelu"]
+    ours = (len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and dtype == b.dtype
+            and dtype in _DTYPES["matmul_gelu"])
     kernel = _GELU_KERNELS[approximate]
     if how is not None:
         if how == GRAPH and ours:
@@ -339,7 +342,10 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
             return F.rms_norm(x, (x.shape[-1],), weight, eps)
     how = _elsewhere(x, weight, residual)
     shape, dtype = x.shape, x.dtype
-    ours = len(shape) == 2 and dtype in _DTYPES["rmsnorm"]
+    # a residual of another dtype (an fp32 residual stream) or shape (broadcast) takes the
+    # op's path: x + residual promotes or broadcasts there, the fused kernel does neither
+    ours = len(shape) == 2 and dtype in _DTYPES["rmsnorm"] and (
+        residual is None or (residual.dtype == dtype and residual.shape == shape))
     kernel = "rmsnorm" if residual is None else "add_rmsnorm"
     if how is not None:
         if how == GRAPH and ours:

@@ -282,6 +282,36 @@ def test_ops_row_kernels_are_correct_either_way(configs, device, rows, cols, tun
     assert all((p is not None) == tuned_rows for p in plans)
 
 
+def test_a_call_the_kernel_cannot_take_as_given_behaves_as_the_op_at_a_tuned_shape(configs, device):
+    """At a shape where tlab's kernel wins, calls it cannot take as given go to the op and so
+    behave as the op does: an fp32 residual beside fp16 rows (x + r promotes to fp32), a
+    residual broadcast over the rows, and operands whose K differs (the op's own error)."""
+    rows, cols = 7, 200
+    for kernel in ("rmsnorm", "add_rmsnorm"):
+        write_winners(configs / SLUG / f"{kernel}.csv", [
+            winner(f"{rows}x{cols}", "ROWS=1 num_warps=4", dtype=dt, kernel=kernel,
+                   op_p50_ms=2.0) for dt in ("fp16", "fp32")])
+    write_winners(configs / SLUG / "matmul.csv", [
+        winner("7x9x200", A, dtype="fp32", op_p50_ms=2.0)])
+    tuned.clear_cache()
+    gen = torch.Generator(device=device).manual_seed(5)
+    x = torch.randn(rows, cols, generator=gen, device=device)
+    w = torch.randn(cols, generator=gen, device=device)
+    r32 = torch.randn(rows, cols, generator=gen, device=device)
+    y, h = ops.rmsnorm(x.half(), w.half(), residual=r32)
+    assert h.dtype == torch.float32 and y.dtype == torch.float32
+    torch.testing.assert_close(h, x.half() + r32)
+    row = torch.randn(cols, generator=gen, device=device)
+    y, h = ops.rmsnorm(x, w, residual=row)
+    torch.testing.assert_close(h, x + row)
+    y, h = ops.rmsnorm(x, w, residual=r32)  # as given: tlab's fused kernel
+    assert ops.bound_launch("add_rmsnorm", x.dtype, (rows, cols), x.get_device()) is not None
+    torch.testing.assert_close(h, x + r32)
+    b = torch.randn(201, 9, generator=gen, device=device)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        ops.matmul(x, b)
+
+
 def test_explain_command_says_what_ops_would_call(configs):
     from typer.testing import CliRunner
 
