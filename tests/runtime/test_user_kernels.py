@@ -72,6 +72,36 @@ def test_your_kernel_runs_tuned_where_it_beats_the_op_and_the_op_elsewhere(proje
     assert "tuned here: 2.00x" in ops.explain("axpy_runs", "fp32", "1000", gpu=SLUG).reason
 
 
+def test_the_op_answers_where_your_kernel_cannot_stand_in(project):
+    """At a tuned shape: a strided view (axpy indexes its memory as one run of n elements, as
+    make_inputs' tensors are laid out) and a call autograd needs both get the PyTorch op,
+    right and with a gradient; a tensor by position is one line naming how inputs are given."""
+    _kernel_module(project, "axpy_aside")
+    _tuned_at_1000(project, "axpy_aside")
+    axpy = ops.kernel("axpy_aside", module="kernels/axpy_aside.py")
+    calls = []
+    real_launch = axpy._bind
+
+    def counted(config):
+        launch = real_launch(config)
+        return lambda inputs: calls.append(1) or launch(inputs)
+
+    axpy._bind = counted
+    wide, y = _inputs(2000)
+    x = wide[::2]  # 1000 elements, every other one
+    torch.testing.assert_close(axpy(x=x, y=y[:1000]), ALPHA * x + y[:1000])
+    assert calls == []
+    w = x.clone().requires_grad_()
+    z = axpy(x=w, y=y[:1000])
+    z.sum().backward()
+    torch.testing.assert_close(w.grad, torch.full_like(w, ALPHA))
+    assert calls == []
+    torch.testing.assert_close(axpy(x=x.contiguous(), y=y[:1000]), ALPHA * x + y[:1000])
+    assert calls == [1]  # as given, contiguous and without autograd: tlab's kernel
+    with pytest.raises(TlabError, match="axpy_aside takes its inputs by name .* got a Tensor"):
+        axpy(x)
+
+
 def test_without_shape_of_the_sizes_come_as_keywords_named_by_the_dims(project):
     _kernel_module(project, "axpy_sized", shape_of=False)
     _tuned_at_1000(project, "axpy_sized")

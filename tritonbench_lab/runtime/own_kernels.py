@@ -1,7 +1,8 @@
 """Any kernel tlab knows, your own included, as a function of its inputs for model code:
 `tritonbench_lab.ops.kernel(name)` gives a TunedKernel, which runs tlab's kernel under the
 committed config where the measurements say it beats the PyTorch op (the spec's `torch`
-baseline) and that op elsewhere, by dispatch.py's rule, as every op of ops.py does."""
+baseline) and that op elsewhere, by dispatch.py's rule, as every op of ops.py does; the op
+also where autograd needs it or an input tensor is not contiguous."""
 
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ class TunedKernel:
         self._op = spec.baselines[TORCH_OP]
 
     def __call__(self, inputs: dict | None = None, /, **named):
+        if inputs is not None and not isinstance(inputs, dict):
+            raise TlabError(f"{self.spec.name} takes its inputs by name (f(x=...), or a dict "
+                            f"f({{'x': ...}})), got a {type(inputs).__name__} by position")
         inputs = {**inputs, **named} if inputs else named
         try:
             return self._call(inputs)
@@ -57,9 +61,14 @@ class TunedKernel:
 
     def _call(self, inputs: dict):
         spec = self.spec
-        tensor = next((v for v in inputs.values()
-                       if isinstance(v, torch.Tensor) and v.dtype in spec.dtypes), None)
-        if tensor is not None:
+        tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
+        tensor = next((v for v in tensors if v.dtype in spec.dtypes), None)
+        # The op where the kernel cannot stand in for it: autograd needs the op's graph, and a
+        # kernel is swept on make_inputs' contiguous tensors, so a strided view (x[:, ::2]) is
+        # not among the inputs its measurements and checks cover.
+        if tensor is not None and not (
+                torch.is_grad_enabled() and any(t.requires_grad for t in tensors)) and all(
+                t.is_contiguous() for t in tensors):
             launch = plan(spec.name, tensor.dtype, self.sizes(inputs), tensor.get_device(),
                            self._bind, self.configs)
             if launch is not None:
