@@ -217,7 +217,10 @@ def _into(out: torch.Tensor | None, y: torch.Tensor) -> torch.Tensor:
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """a @ b for 2-D a (M x K) and b (K x N)."""
+    """a @ b for 2-D a (M x K) and b (K x N); a contiguous `a` of more dims is taken as its
+    rows (M = the product of its leading dims), as nn.Linear's activations are."""
+    if a.dim() > 2 and b.dim() == 2 and out is None and a.is_contiguous() and a.numel():
+        return matmul(a.view(-1, a.shape[-1]), b).view(*a.shape[:-1], b.shape[-1])
     fast = None  # the fast path (above _remember): where the op is known to run
     if not _compiling():
         fast = ("matmul", a.shape, b.shape, a.dtype, b.dtype, a.get_device())
@@ -263,7 +266,11 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
                 out: torch.Tensor | None = None) -> torch.Tensor:
     """F.gelu(a @ b + bias, approximate=...) for 2-D a (M x K), b (K x N) and a bias of N
     values: nn.Linear's product and bias, then GELU. The op it stands in for is
-    F.gelu(torch.addmm(bias, a, b)) (the `torch` baseline of the matmul_gelu sweeps)."""
+    F.gelu(torch.addmm(bias, a, b)) (the `torch` baseline of the matmul_gelu sweeps). A
+    contiguous `a` of more dims is taken as its rows, as in matmul."""
+    if a.dim() > 2 and b.dim() == 2 and out is None and a.is_contiguous() and a.numel():
+        rows = a.view(-1, a.shape[-1])
+        return matmul_gelu(rows, b, bias, approximate).view(*a.shape[:-1], b.shape[-1])
     fast = None  # the fast path (above _remember); a key holds a valid form only
     if not _compiling():
         fast = ("matmul_gelu", approximate, a.shape, b.shape, a.dtype, b.dtype, a.get_device())
@@ -299,7 +306,9 @@ def _torch_softmax(x, out=None):
 
 
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Softmax over the last dim of a 2-D x."""
+    """Softmax over the last dim of a 2-D x (a contiguous x of more dims: over its rows)."""
+    if x.dim() > 2 and out is None and x.is_contiguous() and x.numel():
+        return softmax(x.view(-1, x.shape[-1])).view(x.shape)
     fast = None  # the fast path (above _remember)
     if not _compiling():
         fast = ("softmax", x.shape, x.dtype, x.get_device())
@@ -330,10 +339,26 @@ def _torch_rmsnorm(x, weight, eps=_rmsnorm.EPS, residual=None):
     return y if residual is None else (y, h)
 
 
+def _folded_rmsnorm(x, weight, eps, residual):
+    """rmsnorm over the 2-D view of the rows of a contiguous x of more dims (and of a residual
+    of its shape); None where x or the residual cannot be viewed so."""
+    if not x.is_contiguous() or not x.numel() or (residual is not None and (
+            residual.shape != x.shape or not residual.is_contiguous())):
+        return None
+    rows = x.view(-1, x.shape[-1])
+    if residual is None:
+        return rmsnorm(rows, weight, eps).view(x.shape)
+    y, h = rmsnorm(rows, weight, eps, residual.view(rows.shape))
+    return y.view(x.shape), h.view(x.shape)
+
+
 def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
             residual: torch.Tensor | None = None):
     """RMSNorm of the rows of x, or of x + residual: y, or (y, x + residual) with a residual
-    (the fused add_rmsnorm kernel)."""
+    (the fused add_rmsnorm kernel). The rows of a contiguous x of more than 2 dims are those
+    of its 2-D view (leading dims folded), with a residual of x's shape alike."""
+    if x.dim() > 2 and (folded := _folded_rmsnorm(x, weight, eps, residual)) is not None:
+        return folded
     fast = None  # the fast path (above _remember)
     if residual is None and not _compiling():
         fast = ("rmsnorm", x.shape, x.dtype, weight.dtype, x.get_device())
@@ -372,7 +397,10 @@ def _torch_layernorm(x, weight, bias, eps=_layernorm.EPS):
 
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
               eps: float = _layernorm.EPS) -> torch.Tensor:
-    """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim)."""
+    """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim; a contiguous x of
+    more dims: over its rows)."""
+    if x.dim() > 2 and x.is_contiguous() and x.numel():
+        return layernorm(x.view(-1, x.shape[-1]), weight, bias, eps).view(x.shape)
     fast = None  # the fast path (above _remember)
     if not _compiling():
         fast = ("layernorm", x.shape, x.dtype, x.get_device())

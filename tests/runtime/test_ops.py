@@ -312,6 +312,43 @@ def test_a_call_the_kernel_cannot_take_as_given_behaves_as_the_op_at_a_tuned_sha
         ops.matmul(x, b)
 
 
+def test_activations_of_more_dims_run_as_their_rows(configs, device):
+    """A model's (batch, seq, hidden) activations: contiguous, they are taken as their
+    batch*seq rows, so a sweep of the recorded 2-D shape tunes them; the results are the
+    op's, and the tuned kernel runs. A non-contiguous one goes to the op, right all the same."""
+    rows, cols = 21, 200
+    for kernel, config in (("softmax", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1"),
+                           ("rmsnorm", "ROWS=1 num_warps=4"),
+                           ("add_rmsnorm", "ROWS=1 num_warps=4"),
+                           ("layernorm", "ROWS=1 num_warps=4 TILE_COLS=0")):
+        write_winners(configs / SLUG / f"{kernel}.csv", [
+            winner(f"{rows}x{cols}", config, dtype="fp32", kernel=kernel, op_p50_ms=2.0)])
+    write_winners(configs / SLUG / "matmul.csv", [
+        winner(f"{rows}x64x{cols}", A, dtype="fp32", op_p50_ms=2.0)])
+    tuned.clear_cache()
+    gen = torch.Generator(device=device).manual_seed(3)
+    x, r = (torch.randn(3, 7, cols, generator=gen, device=device) for _ in range(2))
+    w, b = (torch.randn(cols, generator=gen, device=device) for _ in range(2))
+    m = torch.randn(cols, 64, generator=gen, device=device)
+    F = torch.nn.functional
+    with torch.inference_mode():
+        torch.testing.assert_close(ops.softmax(x), torch.softmax(x, -1))
+        torch.testing.assert_close(ops.rmsnorm(x, w), F.rms_norm(x, (cols,), w, 1e-6),
+                                   rtol=1e-4, atol=1e-4)
+        y, h = ops.rmsnorm(x, w, residual=r)
+        torch.testing.assert_close(h, x + r)
+        torch.testing.assert_close(y, F.rms_norm(x + r, (cols,), w, 1e-6), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(ops.layernorm(x, w, b), F.layer_norm(x, (cols,), w, b),
+                                   rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(ops.matmul(x, m), x @ m, rtol=1e-3, atol=1e-3)
+        for kernel, sizes in (("softmax", (rows, cols)), ("rmsnorm", (rows, cols)),
+                              ("add_rmsnorm", (rows, cols)), ("layernorm", (rows, cols)),
+                              ("matmul", (rows, 64, cols))):
+            assert ops.bound_launch(kernel, x.dtype, sizes, x.get_device()) is not None, kernel
+        strided = x.transpose(0, 1)
+        torch.testing.assert_close(ops.softmax(strided), torch.softmax(strided, -1))
+
+
 def test_explain_command_says_what_ops_would_call(configs):
     from typer.testing import CliRunner
 
