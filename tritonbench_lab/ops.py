@@ -339,9 +339,12 @@ def _torch_rmsnorm(x, weight, eps=_rmsnorm.EPS, residual=None):
     return y if residual is None else (y, h)
 
 
-def _folded_rmsnorm(x, weight, eps, residual):
-    """rmsnorm over the 2-D view of the rows of a contiguous x of more dims (and of a residual
-    of its shape); None where x or the residual cannot be viewed so."""
+def _rmsnorm_aside(x, weight, eps, residual):
+    """rmsnorm without a weight (F.rms_norm's, as the kernels take one), or over the 2-D view
+    of the rows of a contiguous x of more dims (and of a residual of its shape); None where x
+    or the residual cannot be viewed so."""
+    if weight is None:
+        return _torch_rmsnorm(x, weight, eps, residual)
     if not x.is_contiguous() or not x.numel() or (residual is not None and (
             residual.shape != x.shape or not residual.is_contiguous())):
         return None
@@ -352,13 +355,14 @@ def _folded_rmsnorm(x, weight, eps, residual):
     return y.view(x.shape), h.view(x.shape)
 
 
-def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = _rmsnorm.EPS,
+def rmsnorm(x: torch.Tensor, weight: torch.Tensor | None, eps: float = _rmsnorm.EPS,
             residual: torch.Tensor | None = None):
     """RMSNorm of the rows of x, or of x + residual: y, or (y, x + residual) with a residual
     (the fused add_rmsnorm kernel). The rows of a contiguous x of more than 2 dims are those
     of its 2-D view (leading dims folded), with a residual of x's shape alike."""
-    if x.dim() > 2 and (folded := _folded_rmsnorm(x, weight, eps, residual)) is not None:
-        return folded
+    if (weight is None or x.dim() > 2) and (
+            done := _rmsnorm_aside(x, weight, eps, residual)) is not None:
+        return done
     fast = None  # the fast path (above _remember)
     if residual is None and not _compiling():
         fast = ("rmsnorm", x.shape, x.dtype, weight.dtype, x.get_device())

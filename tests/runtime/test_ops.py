@@ -310,6 +310,8 @@ def test_a_call_the_kernel_cannot_take_as_given_behaves_as_the_op_at_a_tuned_sha
     b = torch.randn(201, 9, generator=gen, device=device)
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         ops.matmul(x, b)
+    torch.testing.assert_close(ops.rmsnorm(x, None), torch.nn.functional.rms_norm(
+        x, (cols,), None, 1e-6))  # no weight, as F.rms_norm takes
 
 
 def test_activations_of_more_dims_run_as_their_rows(configs, device):
@@ -347,6 +349,30 @@ def test_activations_of_more_dims_run_as_their_rows(configs, device):
             assert ops.bound_launch(kernel, x.dtype, sizes, x.get_device()) is not None, kernel
         strided = x.transpose(0, 1)
         torch.testing.assert_close(ops.softmax(strided), torch.softmax(strided, -1))
+
+
+@pytest.mark.parametrize("call, phrase", [
+    (("matmull", "fp32", "21x257x200"), "unknown kernel 'matmull'"),
+    (("matmul", "fp32", "21x257"), "matmul shapes have 3 sizes"),
+    (("matmul", torch.float64, "21x257x200"), "matmul does not take float64: it takes fp32"),
+])
+def test_explain_refuses_what_it_cannot_answer(call, phrase):
+    with pytest.raises(TlabError, match=phrase):
+        ops.explain(*call)
+
+
+def test_in_the_interpreter_a_dtype_it_computes_wrong_takes_the_op(configs):
+    """bf16 matmul rows (from a GPU's file copied here, say) never run in the interpreter,
+    whose tl.dot returns garbage for bf16 (triton-lang/triton#11584): the op answers there."""
+    if not INTERPRETING:
+        pytest.skip("the interpreter's own rule")
+    write_winners(configs / SLUG / "matmul.csv", [
+        winner("21x64x200", A, dtype="bf16", op_p50_ms=2.0)])
+    tuned.clear_cache()
+    a = torch.randn(21, 200).bfloat16()
+    b = torch.randn(200, 64).bfloat16()
+    torch.testing.assert_close(ops.matmul(a, b), a @ b)
+    assert ops.bound_launch("matmul", torch.bfloat16, (21, 64, 200), -1) is None
 
 
 def test_explain_command_says_what_ops_would_call(configs):

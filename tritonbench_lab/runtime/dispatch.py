@@ -270,8 +270,17 @@ def explain(kernel: str, dtype, shape: str | int | tuple[int, ...] | dict | Shap
             gpu: str | None = None, directory: Path | None = None) -> Choice:
     """Why ops would call tlab's kernel or the PyTorch op for this shape: '4096x4096x512', its
     sizes in the kernel's dims order (a tuple, or an int for a kernel of one dim), a Shape, or
-    sizes by name ({'M': 4096, 'N': 4096, 'K': 512})."""
-    return decide(kernel, dtype, _sizes_of(kernel, shape), gpu=gpu, directory=directory)
+    sizes by name ({'M': 4096, 'N': 4096, 'K': 512}). An unknown kernel, a shape of the wrong
+    number of sizes or a dtype the kernel does not take is a TlabError, as `tlab explain`
+    says it."""
+    spec = get_spec(kernel)
+    sizes = _sizes_of(kernel, shape)
+    spec.shape(*sizes)  # the right number of sizes
+    name = dtype_key(dtype)
+    if name not in {dtype_key(d) for d in spec.dtypes}:
+        raise TlabError(f"{kernel} does not take {name}: it takes "
+                        f"{', '.join(dtype_key(d) for d in spec.dtypes)}")
+    return decide(kernel, dtype, sizes, gpu=gpu, directory=directory)
 
 
 def _sizes_of(kernel: str, shape) -> tuple[int, ...]:
@@ -473,6 +482,8 @@ def _choose(kernel: str, dtype, sizes: tuple[int, ...], device: int,
         _slugs[device] = current_gpu_slug(device) if device >= 0 else "interpreter"
     spec = get_spec(kernel)
     try:
+        if device < 0 and spec.interpreter_refusal(dtype) is not None:
+            raise TlabError("a dtype Triton's interpreter computes wrong")  # bf16 tl.dot
         spec.check_shape(spec.shape(*sizes))
     except TlabError:
         recording.note(kernel, dtype_key(dtype), shape_text(sizes), _slugs[device], REFUSED,
