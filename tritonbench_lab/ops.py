@@ -79,6 +79,7 @@ from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public d
     work_ratio,
 )
 from tritonbench_lab.runtime.own_kernels import TunedKernel, kernel  # re-exported
+from tritonbench_lab.runtime.padded_linear import PAD_TO, PaddedLinear  # re-exported
 
 __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
            "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
@@ -144,46 +145,6 @@ recording.start_from_environment()  # TLAB_RECORD_SHAPES=FILE: from the first ca
 
 # --- weights padded once ----------------------------------------------------------------------
 
-PAD_TO = 64  # N a multiple of this: every tile width and vector load of matmul divides it
-
-
-class PaddedLinear(torch.nn.Module):
-    """y = x @ weight.T + bias (nn.Linear's sum, for inference), with the weight stored once
-    as K x N' where N' is N rounded up to a multiple of `multiple` (and the bias as N'
-    values): the product is computed at N' (where tlab's kernel and the PyTorch op both load
-    whole vectors and tiles) and y is a view of its first N columns, so its rows are N' apart
-    in memory. The padding is zeros and is never read back. Without a bias, through `matmul`;
-    with one, torch.addmm, whose GEMM adds the bias in its epilogue (`addmm`'s reason).
-    Built by prepare_linear."""
-
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                 multiple: int = PAD_TO):
-        super().__init__()
-        if weight.ndim != 2 or multiple < 1:
-            raise TlabError(f"prepare_linear takes a 2-D weight (out x in, as nn.Linear keeps "
-                            f"it) and a multiple of 1 or more, got {tuple(weight.shape)} and "
-                            f"{multiple}")
-        self.out_features, self.in_features = weight.shape
-        extra = -self.out_features % multiple
-        # K x N', contiguous: the layout matmul's right operand is tuned in
-        padded = F.pad(weight.detach().t(), (0, extra)).contiguous()
-        self.register_buffer("padded", padded)
-        self.register_buffer("bias", None if bias is None else
-                             F.pad(bias.detach(), (0, extra)).contiguous())
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        lead, rows = x.shape[:-1], x.reshape(-1, self.in_features)
-        if self.bias is None:
-            y = matmul(rows, self.padded)[:, :self.out_features]
-        else:
-            y = torch.addmm(self.bias, rows, self.padded)[:, :self.out_features]
-        return y.reshape(*lead, self.out_features) if len(lead) != 1 else y
-
-    def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features} "
-                f"(stored as {self.padded.shape[1]}), bias={self.bias is not None}")
-
-
 def prepare_linear(layer: torch.nn.Linear | torch.Tensor, bias: torch.Tensor | None = None,
                    multiple: int = PAD_TO) -> PaddedLinear:
     """An nn.Linear (or its weight, out x in, and bias) as a PaddedLinear for inference: the
@@ -191,8 +152,8 @@ def prepare_linear(layer: torch.nn.Linear | torch.Tensor, bias: torch.Tensor | N
     (an LM head's vocabulary: 50257) is computed at the next multiple of `multiple` and
     returned as a view. Its weight is a copy: train the original, prepare it again."""
     if isinstance(layer, torch.nn.Linear):
-        return PaddedLinear(layer.weight, layer.bias, multiple)
-    return PaddedLinear(layer, bias, multiple)
+        return PaddedLinear(layer.weight, layer.bias, multiple, matmul=matmul)
+    return PaddedLinear(layer, bias, multiple, matmul=matmul)
 
 
 # --- the ops ------------------------------------------------------------------------------
@@ -220,7 +181,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
     """a @ b for 2-D a (M x K) and b (K x N); a contiguous `a` of more dims is taken as its
     rows (M = the product of its leading dims), as nn.Linear's activations are."""
     if a.dim() > 2 and b.dim() == 2 and out is None and a.is_contiguous() and a.numel():
-        return matmul(a.view(-1, a.shape[-1]), b).view(*a.shape[:-1], b.shape[-1])
+        return matmul(a.view(-1, a.shape[-1]), b).view(*a.shape[:-1], -1)
     fast = None  # the fast path (above _remember): where the op is known to run
     if not _compiling():
         fast = ("matmul", a.shape, b.shape, a.dtype, b.dtype, a.get_device())
@@ -269,8 +230,7 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     F.gelu(torch.addmm(bias, a, b)) (the `torch` baseline of the matmul_gelu sweeps). A
     contiguous `a` of more dims is taken as its rows, as in matmul."""
     if a.dim() > 2 and b.dim() == 2 and out is None and a.is_contiguous() and a.numel():
-        rows = a.view(-1, a.shape[-1])
-        return matmul_gelu(rows, b, bias, approximate).view(*a.shape[:-1], b.shape[-1])
+        return matmul_gelu(a.view(-1, a.shape[-1]), b, bias, approximate).view(*a.shape[:-1], -1)
     fast = None  # the fast path (above _remember); a key holds a valid form only
     if not _compiling():
         fast = ("matmul_gelu", approximate, a.shape, b.shape, a.dtype, b.dtype, a.get_device())
