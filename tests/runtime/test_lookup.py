@@ -86,6 +86,11 @@ def test_sizes_match_by_name_in_any_keyword_order(configs):
     assert lookup("matmul", "bf16", gpu="fixture-gpu", N=4096, K=4096, M=512) == parse(wide)
 
 
+def test_a_dtype_the_kernel_does_not_take_is_an_error_naming_those_it_takes(configs):
+    with pytest.raises(TlabError, match="matmul does not take float64: it takes fp32, fp16, bf16"):
+        lookup("matmul", torch.float64, gpu="fixture-gpu", M=21, N=257, K=200)
+
+
 @pytest.mark.parametrize("sizes, phrase", [
     ({"M": 64, "N": 64, "k": 64}, "unknown k; missing K"),
     ({"M": 64, "N": 64}, "missing K"),
