@@ -201,15 +201,18 @@ def near_sizes_of(kernel: str):
         return None
 
 
-def dtypes_of(kernel: str) -> list[str] | None:
-    """The dtype names a registered kernel takes (None for one that is not registered)."""
+def check_dtype(kernel: str, dtype) -> None:
+    """A TlabError naming the dtypes a registered kernel takes, where it does not take `dtype`
+    (nothing for a kernel that is not registered: its module knows)."""
     # late: `tlab --help` imports no torch
     from tritonbench_lab.kernels import get_spec
 
     try:
-        return [dtype_key(d) for d in get_spec(kernel).dtypes]
+        takes = [dtype_key(d) for d in get_spec(kernel).dtypes]
     except TlabError:
-        return None
+        return
+    if dtype_key(dtype) not in takes:
+        raise TlabError(f"{kernel} does not take {dtype_key(dtype)}: it takes {', '.join(takes)}")
 
 
 def current_gpu_slug(device=None) -> str:
@@ -312,9 +315,7 @@ def lookup(kernel: str, dtype, *, gpu: str | None = None, default: dict[str, int
     registered and not listed in the current folder's pyproject.toml.
     """
     ordered = ordered_sizes(kernel, sizes, dims)
-    takes = dtypes_of(kernel)
-    if takes is not None and dtype_key(dtype) not in takes:
-        raise TlabError(f"{kernel} does not take {dtype_key(dtype)}: it takes {', '.join(takes)}")
+    check_dtype(kernel, dtype)
     found = find(kernel, dtype, ordered, gpu=gpu, directory=directory)
     if found.row is not None:
         return completed(kernel, parse_config_text(found.row.config))

@@ -276,6 +276,10 @@ CASES = [
          ["kernels.py' defines neither SPEC nor SPECS"], _module("X = 1\n")),
     case("list-kernel-module-missing", ["list", "--kernel-module", "{tmp}/missing.py"],
          ["missing.py' does not exist"]),
+    case("list-kernel-unknown", ["list", "--kernel", "nope"],
+         ["unknown kernel 'nope'", "known kernels are matmul"]),
+    case("list-kernel-empty", ["list", "--kernel", ","],
+         ["no kernels in --kernel: known kernels are matmul"]),
     # empty values and sizes the interpreter cannot run in time
     case("sizes-empty", [*SWEEP, "--sizes", ""], ["--sizes is empty", "leave the option out"]),
     case("shapes-blank", [*SWEEP, "--shapes", " "], ["--shapes is empty"]),

@@ -132,13 +132,6 @@ FAULTS = {
         ''', ["doubled: launch wrote past the end of output 0 (", "elements after it): a store "
               "out of bounds, most often a tl.store without a mask"]),
     "space-parameter-misspelt": ('''
-        def launch(inputs, config, outputs):
-            meta, options = split_config(config)
-            x = inputs["x"]
-            doubled_kernel[(triton.cdiv(x.numel(), meta["BLOCK"]),)](x, outputs[0], x.numel(),
-                                                                     **meta, **options)
-            return outputs
-
         PARAMS = {"BLOCK": (64, 256), "num_warps": (1, 4), "num_stage": (1, 2)}
         UNTUNED = {"BLOCK": 256, "num_warps": 4, "num_stage": 1}
         ''', ["doubled: space parameter(s) num_stage reach doubled_kernel as keywords, but it "

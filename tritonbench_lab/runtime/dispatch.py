@@ -66,6 +66,7 @@ from tritonbench_lab.shapes import Shape, shape_sizes, shape_text
 from tritonbench_lab.spec import parse_dtype, triton_interpreting
 from tritonbench_lab.tuned import (
     alignment_class,
+    check_dtype,
     config_dir,
     current_gpu_slug,
     dtype_key,
@@ -276,10 +277,7 @@ def explain(kernel: str, dtype, shape: str | int | tuple[int, ...] | dict | Shap
     spec = get_spec(kernel)
     sizes = _sizes_of(kernel, shape)
     spec.shape(*sizes)  # the right number of sizes
-    name = dtype_key(dtype)
-    if name not in {dtype_key(d) for d in spec.dtypes}:
-        raise TlabError(f"{kernel} does not take {name}: it takes "
-                        f"{', '.join(dtype_key(d) for d in spec.dtypes)}")
+    check_dtype(kernel, dtype)
     return decide(kernel, dtype, sizes, gpu=gpu, directory=directory)
 
 
