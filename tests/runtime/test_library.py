@@ -8,6 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from helpers.backend import INTERPRETING
+from helpers.compiled import targets as _targets
+from helpers.compiled import traced as _traced
 from helpers.fixture_results import winner, write_winners
 from helpers.ops_state import ops_reading
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -67,29 +69,6 @@ def test_every_op_is_registered_and_its_fake_has_the_ops_shapes(name):
         fake = op(*(mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args))
     real, fake = (t if isinstance(t, tuple) else (t,) for t in (real, fake))
     assert [(t.shape, t.dtype) for t in fake] == [(t.shape, t.dtype) for t in real]
-
-
-def _targets(graph) -> set[str]:
-    return {str(n.target) for n in graph.nodes if n.op == "call_function"}
-
-
-def _traced(fn, args, dynamic=False):
-    """fn compiled whole, and the call targets of its graph as AOTAutograd traces it (where
-    the registered ops decompose: the PyTorch op, or the opaque `<name>_eager` node)."""
-    from torch._functorch.aot_autograd import aot_module_simplified
-
-    found = []
-
-    def backend(gm, example):
-        def keep(g, _):
-            found.append(_targets(g.graph))
-            return g.forward
-
-        return aot_module_simplified(gm, example, fw_compiler=keep)
-
-    torch._dynamo.reset()
-    out = torch.compile(fn, backend=backend, fullgraph=True, dynamic=dynamic)(*args)
-    return out, found[0]
 
 
 OPAQUE = {"tlab.layernorm_eager.default", "tlab.softmax_eager.default", "tlab.add_eager.default"}

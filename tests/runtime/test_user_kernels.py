@@ -7,12 +7,14 @@ pyproject.toml, and read the configs/ folder of its project."""
 import pytest
 import torch
 from helpers.backend import INTERPRETING
+from helpers.compiled import traced as _traced
 from helpers.fixture_results import winner, write_winners
 from helpers.ops_state import ops_reading
 from helpers.paths import REPO
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.runtime import library, own_kernels
 
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
 TUNED = "BLOCK=256 num_warps=2"
@@ -178,3 +180,85 @@ def test_a_call_missing_an_input_names_the_inputs_the_kernel_takes(project):
     with pytest.raises(TlabError, match="axpy_missing takes x, y .as make_inputs names them.; "
                                         "missing: y"):
         axpy(x=x)
+
+
+# --- under torch.compile --------------------------------------------------------------------
+
+def _opaque(calls: set[str], name: str) -> set[str]:
+    """The opaque nodes of `name`'s registered op among a traced graph's calls."""
+    return {c for c in calls if c.startswith(f"tlab.kernel_{name}_") and c.endswith("_eager.default")}
+
+
+def test_your_kernel_compiles_whole_and_runs_inside_the_graph_where_it_beats_the_op(project):
+    """Before: dynamo broke the graph at every call (the decision reads a clock and files)."""
+    _kernel_module(project, "axpy_compiled")
+    _tuned_at_1000(project, "axpy_compiled")
+    axpy = ops.kernel("axpy_compiled", module="kernels/axpy_compiled.py")
+
+    def block(x, y):
+        return axpy(x=x, y=y).relu()
+
+    x, y = _inputs(1000)
+    assert torch._dynamo.explain(block)(x, y).graph_break_count == 0
+    library.opaque_calls.clear()
+    out, calls = _traced(block, (x, y))
+    torch.testing.assert_close(out, (ALPHA * x + y).relu())
+    assert len(_opaque(calls, "axpy_compiled")) == 1  # tuned here: decided when the graph runs
+    assert sum(library.opaque_calls.values()) == 1
+    assert ops.bound_launch("axpy_compiled", torch.float32, (1000,), x.get_device()) is not None
+    far_x, far_y = _inputs(5000)  # untuned: the PyTorch op itself, for the compiler to fuse
+    out, calls = _traced(block, (far_x, far_y))
+    torch.testing.assert_close(out, (ALPHA * far_x + far_y).relu())
+    assert not _opaque(calls, "axpy_compiled") and "aten.add.Tensor" in calls
+
+
+def test_a_dynamic_size_given_as_a_keyword_is_decided_per_size_it_takes(project):
+    _kernel_module(project, "axpy_dynamic", shape_of=False)
+    _tuned_at_1000(project, "axpy_dynamic")
+    axpy = ops.kernel("axpy_dynamic", module="kernels/axpy_dynamic.py")
+
+    def block(x, y):
+        return axpy(x=x, y=y, n=x.numel()) * 2
+
+    _, calls = _traced(block, _inputs(1000), dynamic=True)
+    assert len(_opaque(calls, "axpy_dynamic")) == 1
+    torch._dynamo.reset()
+    compiled = torch.compile(block, fullgraph=True, dynamic=True)
+    for n in (1000, 5000, 1000):
+        x, y = _inputs(n)
+        torch.testing.assert_close(compiled(x, y), 2 * (ALPHA * x + y))
+    device = _inputs(1)[0].get_device()
+    assert ops.bound_launch("axpy_dynamic", torch.float32, (1000,), device) is not None
+    assert ops.bound_launch("axpy_dynamic", torch.float32, (5000,), device) is None
+
+
+def test_under_torch_compile_autograd_gets_the_op_and_its_gradient(project):
+    _kernel_module(project, "axpy_grad")
+    _tuned_at_1000(project, "axpy_grad")
+    axpy = ops.kernel("axpy_grad", module="kernels/axpy_grad.py")
+    x, y = _inputs(1000)
+    w = x.clone().requires_grad_()
+    out, calls = _traced(lambda w, y: axpy(x=w, y=y), (w, y))
+    assert not _opaque(calls, "axpy_grad")
+    out.sum().backward()
+    torch.testing.assert_close(w.grad, torch.full_like(w, ALPHA))
+
+
+def test_a_call_packs_into_the_registered_op_and_back_unchanged():
+    x, y = torch.randn(3), torch.randn(4)
+    inputs = {"x": x, "n": 7, "mode": "a;b=c:t\x1fd", "flag": True, "none": None,
+              "alpha": 0.5, "y": y, "off": False}
+    tensors, ints, floats, layout = own_kernels.pack(inputs)
+    assert tensors == [x, y] and ints == [7] and floats == [0.5]
+    back = own_kernels.unpack(tensors, ints, floats, layout)
+    assert list(back) == list(inputs)  # the order of the call
+    assert all(back[k] is v or back[k] == v for k, v in inputs.items())
+    assert own_kernels.pack({"x": x, "sizes": [1, 2]}) is None  # a list: the op, traced
+
+
+def test_each_configs_folder_has_a_registered_op_of_its_own(project, tmp_path_factory):
+    path = _kernel_module(project, "axpy_folders")
+    mine = ops.kernel("axpy_folders", module=path)
+    other = ops.kernel("axpy_folders", module=path, configs=tmp_path_factory.mktemp("other"))
+    assert mine._registered is not other._registered
+    assert ops.kernel("axpy_folders", module=path)._registered is mine._registered

@@ -388,20 +388,22 @@ def in_compiled_graph(kernel: str, dtype, sizes: tuple[int, ...], device: int,
         1 if captured else 0]
 
 
-def tuned_state() -> str:
-    """A short hash of what a compiled graph's decisions rest on: the configs folder, its
-    files' names and modification times, this GPU, and the source of the rules (this module,
-    ops.py, library.py). Every registered op of a traced graph takes it as an argument
-    (ops.py), so that torch.compile's caches, keyed by the graph dynamo traced, never hand
-    back a graph decided on other configs. Dynamo calls it while tracing, without tracing it
-    (assume_constant_result's mark), and keeps the value in the graph."""
-    folder = config_dir()
+def tuned_state(folder: str | None = None) -> str:
+    """A short hash of what a compiled graph's decisions rest on: the configs folder (default:
+    config_dir()), its files' names and modification times, this GPU, and the source of the
+    rules (this module, ops.py, library.py, own_kernels.py). Every registered op of a traced
+    graph takes it as an argument (ops.py, own_kernels.py), so that torch.compile's caches,
+    keyed by the graph dynamo traced, never hand back a graph decided on other configs.
+    Dynamo calls it while tracing, without tracing it (assume_constant_result's mark), and
+    keeps the value in the graph."""
+    folder = Path(folder) if folder is not None else config_dir()
     digest = hashlib.sha1(f"{folder.resolve()}|{current_gpu_slug()}".encode())
     for name, mtime in _files(folder):
         digest.update(f"|{name}:{mtime}".encode())
     if not _rules:
         here = Path(__file__).parent
-        for source in (here / "dispatch.py", here / "library.py", here.parent / "ops.py"):
+        for source in (here / "dispatch.py", here / "library.py", here / "own_kernels.py",
+                       here.parent / "ops.py"):
             _rules.append(hashlib.sha1(source.read_bytes()).hexdigest())
     digest.update("|".join(_rules).encode())
     return digest.hexdigest()[:16]

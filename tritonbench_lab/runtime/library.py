@@ -16,7 +16,8 @@ sides (the real op's are made so), as the compiler plans strides from the fake's
 alternative, a `torch.library.triton_op` whose Triton kernels Inductor sees, needs launchers
 that call the kernels directly inside the op; not done.
 
-May import: torch. Knows nothing of tlab's kernels: `tritonbench_lab.ops` hands it each op.
+May import: torch. Knows nothing of tlab's kernels: `tritonbench_lab.ops` and runtime/own_kernels.py
+hand it each op.
 """
 
 from __future__ import annotations
@@ -51,12 +52,13 @@ _LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")
 
 
 def define(name: str, run: Callable, like: Callable,
-           may_run_kernel: Callable[..., bool]) -> Callable:
+           may_run_kernel: Callable[..., bool], schema: str | None = None) -> Callable:
     """Register `torch.ops.tlab.<name>` (once a process) and its opaque twin
     `torch.ops.tlab.<name>_eager`; returns the first. `run` is the eager op, `like` the
     PyTorch op with the same arguments and results, `may_run_kernel(*args)` whether tlab's
     kernel runs at these arguments' shapes in the graph being traced (its own rule: the
-    kernel must also beat the op's compiled form there).
+    kernel must also beat the op's compiled form there). `schema`: the op's arguments and
+    results (default: SCHEMAS[name]).
 
     `<name>` decomposes while a graph is traced (CompositeImplicitAutograd: AOTAutograd and
     torch.export's decompositions run it on fake tensors): where every size is static and
@@ -72,9 +74,10 @@ def define(name: str, run: Callable, like: Callable,
     there). Its fake is the PyTorch op, with contiguous results as the real op gives."""
     if name not in _defined:
         opaque = f"{name}_eager"
-        params, results = SCHEMAS[name].split(") ->")
+        schema = schema or SCHEMAS[name]
+        params, results = schema.split(") ->")
         arity = params.count(",") + 1  # the op's own arguments, without `tuned`
-        _LIBRARY.define(opaque + SCHEMAS[name])
+        _LIBRARY.define(opaque + schema)
         _LIBRARY.impl(opaque, _contiguous_results(name, run), "CompositeExplicitAutograd")
         torch.library.register_fake(f"{NAMESPACE}::{opaque}", _fresh_results(like),
                                     lib=_LIBRARY)
@@ -93,17 +96,19 @@ def define(name: str, run: Callable, like: Callable,
 
 
 def _static(args: tuple) -> bool:
-    """Whether no tensor argument has a symbolic size (torch.SymInt, under a dynamic shape)."""
-    return not any(isinstance(d, torch.SymInt) for t in args if isinstance(t, torch.Tensor)
-                   for d in t.shape)
+    """Whether no argument, nor item of a list argument, is symbolic (torch.SymInt, under a
+    dynamic shape) or a tensor with a symbolic size."""
+    items = [i for a in args for i in (a if isinstance(a, (list, tuple)) else (a,))]
+    return not any(isinstance(d, torch.SymInt) for i in items
+                   for d in (i.shape if isinstance(i, torch.Tensor) else (i,)))
 
 
 def _contiguous_results(name: str, run: Callable) -> Callable:
     def contiguous(*args):
         opaque_calls[name] += 1
         out = run(*args)
-        if isinstance(out, tuple):
-            return tuple(t.contiguous() for t in out)
+        if isinstance(out, (tuple, list)):  # a tuple, or a list (Tensor[]) as it came
+            return type(out)(t.contiguous() for t in out)
         return out.contiguous()
 
     return contiguous
@@ -112,8 +117,8 @@ def _contiguous_results(name: str, run: Callable) -> Callable:
 def _fresh_results(like: Callable) -> Callable:
     def fake(*args):
         out = like(*args)
-        if isinstance(out, tuple):
-            return tuple(_fresh(t) for t in out)
+        if isinstance(out, (tuple, list)):
+            return type(out)(_fresh(t) for t in out)
         return _fresh(out)
 
     return fake

@@ -2,10 +2,19 @@
 `tritonbench_lab.ops.kernel(name)` gives a TunedKernel, which runs tlab's kernel under the
 committed config where the measurements say it beats the PyTorch op (the spec's `torch`
 baseline) and that op elsewhere, by dispatch.py's rule, as every op of ops.py does; the op
-also where autograd needs it or an input tensor is not contiguous."""
+also where autograd needs it or an input tensor is not contiguous.
+
+Under torch.compile a call is one registered op, `torch.ops.tlab.kernel_<name>_<folder tag>`
+(runtime/library.py): dynamo cannot trace the decision (a memo, a clock, files). The op takes
+the call's inputs packed by kind, tensors, ints (symbolic under a dynamic shape) and floats,
+with a text naming each input and holding its constants (bools, strings, None), and runs the
+eager call, decision and all, or decomposes into the PyTorch op where the graph's static shape
+says tlab's kernel does not run there, as the built-in ops do."""
 
 from __future__ import annotations
 
+import ast
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,8 +22,16 @@ import torch
 
 from tritonbench_lab.data.records import TORCH_OP
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.runtime.dispatch import plan
-from tritonbench_lab.tuned import ordered_sizes, spec_of
+from tritonbench_lab.runtime import in_graphs, library
+from tritonbench_lab.runtime.dispatch import in_compiled_graph, plan, tuned_state
+from tritonbench_lab.tuned import config_dir, ordered_sizes, spec_of
+
+# A call in a compiled graph, packed: what a torch.library schema can carry of a dict.
+PACKED = "(Tensor[] tensors, SymInt[] ints, float[] floats, str layout) -> Tensor[]"
+# Between the layout's entries: repr() escapes it inside a string constant, so it never
+# appears in one.
+SEPARATOR = "\x1f"
+_compiling = torch.compiler.is_compiling
 
 
 def kernel(name: str, module: str | Path | None = None, *,
@@ -43,6 +60,13 @@ class TunedKernel:
     def __init__(self, spec, configs: Path | None = None):
         self.spec, self.configs, self.__name__ = spec, configs, spec.name
         self._op = spec.baselines[TORCH_OP]
+        # the folder its decisions read, named in the compiled graph (tuned_state): a
+        # compile cache never hands back a graph decided on other configs
+        self._folder = str(configs or config_dir(spec.name))
+        tag = hashlib.sha1(self._folder.encode()).hexdigest()[:8]  # one op per folder
+        self._registered = library.define(
+            f"kernel_{spec.name}_{tag}", self._run_packed, self._op_packed,
+            self._may_run_packed, schema=PACKED)
 
     def __call__(self, inputs: dict | None = None, /, **named):
         if inputs is not None and not isinstance(inputs, dict):
@@ -60,6 +84,8 @@ class TunedKernel:
                             f"them); missing: {', '.join(missing)}") from err
 
     def _call(self, inputs: dict):
+        if _compiling():
+            return self._in_graph(inputs)
         spec = self.spec
         tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
         tensor = next((v for v in tensors if v.dtype in spec.dtypes), None)
@@ -74,6 +100,45 @@ class TunedKernel:
             if launch is not None:
                 return launch(inputs)
         return _one(self._op(inputs))
+
+    def _in_graph(self, inputs: dict):
+        """A call while dynamo traces: the registered op, which dynamo keeps as one node; the
+        PyTorch op, traced with the graph, where autograd needs it or an input is of a kind
+        the op's schema cannot carry (a list, a dtype)."""
+        packed = pack(inputs)
+        if packed is None:
+            return _one(self._op(inputs))
+        tensors, ints, floats, layout = packed
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            return _one(self._op(inputs))
+        out = self._registered(tensors, ints, floats, layout, tuned_state(self._folder))
+        return _one(tuple(out))
+
+    def _run_packed(self, tensors, ints, floats, layout) -> list:
+        """The registered op when the graph runs: the eager call, decision and all; an output
+        that is one of the inputs (an op may hand one back) copied, as the schema promises
+        new tensors."""
+        out = self._call(unpack(tensors, ints, floats, layout))
+        out = list(out) if isinstance(out, (tuple, list)) else [out]
+        return [o.clone() if any(o is t for t in tensors) else o for o in out]
+
+    def _op_packed(self, tensors, ints, floats, layout) -> list:
+        """The PyTorch op on packed inputs: the fake (shapes and dtypes) and the decomposition
+        where tlab's kernel does not run."""
+        out = self._op(unpack(tensors, ints, floats, layout))
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    def _may_run_packed(self, tensors, ints, floats, layout) -> bool:
+        """Whether the graph being traced runs tlab's kernel at these inputs' static shape
+        (dispatch.in_compiled_graph's rule)."""
+        inputs = unpack(tensors, ints, floats, layout)
+        tensor = next((t for t in tensors if t.dtype in self.spec.dtypes), None)
+        if tensor is None or not all(t.is_contiguous() for t in tensors):
+            return False
+        sizes, device = self.sizes(inputs), tensor.get_device()
+        plan(self.spec.name, tensor.dtype, sizes, device, self._bind, self.configs)
+        return in_compiled_graph(self.spec.name, tensor.dtype, sizes, device,
+                                 in_graphs.graph_captured(), self.configs)
 
     def input_names(self) -> list[str]:
         """The inputs a call takes: those make_inputs draws, at the kernel's first small shape
@@ -95,6 +160,41 @@ class TunedKernel:
     def _bind(self, config: dict) -> Callable:
         launch, allocate = self.spec.launch, self.spec.allocate_outputs
         return lambda inputs: _one(launch(inputs, config, allocate(inputs)))
+
+
+def pack(inputs: dict) -> tuple[list, list, list, str] | None:
+    """A call's inputs as the registered op takes them (PACKED); None where one is of a kind
+    it cannot carry (a list, a dtype). Plain Python that dynamo traces."""
+    tensors, ints, floats, layout = [], [], [], []
+    for name, value in inputs.items():
+        if isinstance(value, torch.Tensor):
+            tensors.append(value)
+            layout.append(f"{name}:t")
+        elif isinstance(value, (bool, str)) or value is None:
+            layout.append(f"{name}={value!r}")
+        elif isinstance(value, int):
+            ints.append(value)
+            layout.append(f"{name}:i")
+        elif isinstance(value, float):
+            floats.append(value)
+            layout.append(f"{name}:f")
+        else:
+            return None
+    return tensors, ints, floats, SEPARATOR.join(layout)
+
+
+def unpack(tensors: list, ints: list, floats: list, layout: str) -> dict:
+    """A call's inputs by name from the registered op's arguments: pack's inverse."""
+    taken = {"t": iter(tensors), "i": iter(ints), "f": iter(floats)}
+    inputs = {}
+    for entry in layout.split(SEPARATOR) if layout else ():
+        name, kind = entry[:-2], entry[-1]
+        if entry[-2:-1] == ":" and kind in taken:
+            inputs[name] = next(taken[kind])
+        else:
+            name, _, constant = entry.partition("=")
+            inputs[name] = ast.literal_eval(constant)
+    return inputs
 
 
 def _one(outputs):
