@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from types import SimpleNamespace
 
 from helpers.commands import tlab
 from helpers.fixture_results import record
@@ -68,3 +69,25 @@ def test_tallies_print_one_unwrapped_line_each_and_return_the_shapes_without_a_c
         "fp32 64x4096: 2 configs: 1 crash, 1 not tried: no correct config",
         f"  crash: {crash.strip()[:157]}...",
     ]
+
+
+def test_a_built_in_kernel_swept_elsewhere_is_told_how_code_reads_its_winners(tmp_path,
+                                                                              monkeypatch):
+    """Before: a built-in kernel swept in a project of one's own ended with "all 1 match",
+    and ops went on reading tlab's configs, silently."""
+    from tritonbench_lab import tuned
+    from tritonbench_lab.cli.sweep_summary import _say_where_code_reads
+    from tritonbench_lab.data.layout import Layout
+
+    request = SimpleNamespace(layout=Layout(tmp_path), spec=SimpleNamespace(name="softmax"))
+    console = Console(record=True, width=80)
+    monkeypatch.delenv(tuned.CONFIG_DIR_ENV, raising=False)
+    _say_where_code_reads(request, console)
+    told = console.export_text()
+    written = (tmp_path / "configs").resolve()
+    assert told.startswith(f"Code reads softmax's configs from {tuned.config_dir().resolve()}, "
+                           f"not {written}: run it with TLAB_CONFIG_DIR={written} ")
+    assert told.count("\n") == 1  # one line, never wrapped
+    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(written))
+    _say_where_code_reads(request, console := Console(record=True, width=80))
+    assert console.export_text() == ""  # code reads them already

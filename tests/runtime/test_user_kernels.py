@@ -262,3 +262,25 @@ def test_each_configs_folder_has_a_registered_op_of_its_own(project, tmp_path_fa
     other = ops.kernel("axpy_folders", module=path, configs=tmp_path_factory.mktemp("other"))
     assert mine._registered is not other._registered
     assert ops.kernel("axpy_folders", module=path)._registered is mine._registered
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_inductor_compiles_a_block_with_your_kernel_and_runs_it_in_the_graph(project, mode):
+    """Inductor itself (AOTAutograd's test above keeps the graph eager), plainly and captured
+    in CUDA graphs (where the captured launch runs)."""
+    name = f"axpy_inductor_{mode.replace('-', '_')}"
+    _kernel_module(project, name)
+    _tuned_at_1000(project, name)
+    axpy = ops.kernel(name, module=f"kernels/{name}.py")
+
+    def block(x, y):
+        return axpy(x=x.relu(), y=y) * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(block, fullgraph=True, mode=mode)
+    library.opaque_calls.clear()
+    for _ in range(3):  # reduce-overhead: warm-up, record, replay
+        x, y = _inputs(1000)
+        torch.testing.assert_close(compiled(x, y), 2 * (ALPHA * x.relu() + y))
+    assert library.opaque_calls  # tlab's kernel, decided inside the graph

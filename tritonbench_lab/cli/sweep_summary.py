@@ -16,6 +16,7 @@ from tritonbench_lab.data.ceilings import ceiling_for, ceilings_in_force, traffi
 from tritonbench_lab.data.records import parse_config_text
 from tritonbench_lab.data.winners import shape_results, winner_of
 from tritonbench_lab.space import config_legend, config_short
+from tritonbench_lab.tuned import config_dir
 
 CONFIG_WIDTH = 28  # columns of the winner's config before it folds onto the next line
 
@@ -55,11 +56,24 @@ def print_summary(result, request, console: Console) -> list:
     if result.winners:
         _plain(console, f"rows: {result.results_file}   winners: {result.configs_file} (each "
                f"looked up again with tuned.lookup: all {len(result.winners)} match)")
+        _say_where_code_reads(request, console)
     else:
         _plain(console, f"rows: {result.results_file}   no winners: no shape of "
                f"{request.spec.name} has a correct config, so {result.configs_file} was not "
                "written")
     return failed
+
+
+def _say_where_code_reads(request, console: Console) -> None:
+    """Where tritonbench_lab.ops and tuned.lookup read this kernel's configs, when that is not
+    the folder just written: a built-in kernel swept in a project of one's own is read from
+    tlab's configs unless $TLAB_CONFIG_DIR names the project's."""
+    written = request.layout.configs.resolve()
+    read = config_dir(request.spec.name).resolve()
+    if read != written:
+        _plain(console, f"Code reads {request.spec.name}'s configs from {read}, not {written}: "
+               f"run it with TLAB_CONFIG_DIR={written} for tritonbench_lab.ops and "
+               "tuned.lookup to use these winners.")
 
 
 def print_tallies(tallies, console: Console) -> list:
