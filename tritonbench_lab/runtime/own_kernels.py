@@ -185,16 +185,22 @@ def pack(inputs: dict) -> tuple[list, list, list, str] | None:
 
 def unpack(tensors: list, ints: list, floats: list, layout: str) -> dict:
     """A call's inputs by name from the registered op's arguments: pack's inverse."""
+    entries = _layouts.get(layout)
+    if entries is None:  # parsed once per layout: a compiled graph's every call gives it
+        entries = _layouts[layout] = [_entry(e) for e in layout.split(SEPARATOR) if e]
     taken = {"t": iter(tensors), "i": iter(ints), "f": iter(floats)}
-    inputs = {}
-    for entry in layout.split(SEPARATOR) if layout else ():
-        name, kind = entry[:-2], entry[-1]
-        if entry[-2:-1] == ":" and kind in taken:
-            inputs[name] = next(taken[kind])
-        else:
-            name, _, constant = entry.partition("=")
-            inputs[name] = ast.literal_eval(constant)
-    return inputs
+    return {name: next(taken[kind]) if kind else constant for name, kind, constant in entries}
+
+
+_layouts: dict[str, list] = {}
+
+
+def _entry(entry: str) -> tuple:
+    """(name, kind, None) for a packed input ("x:t"), (name, "", value) for a constant."""
+    if entry[-2:] in (":t", ":i", ":f"):
+        return entry[:-2], entry[-1], None
+    name, _, constant = entry.partition("=")
+    return name, "", ast.literal_eval(constant)
 
 
 def _one(outputs):
