@@ -178,6 +178,15 @@ FAULTS = {
         def torch_doubled(inputs):
             torch.mul(inputs["x"], 2)
         ''', ["doubled: baselines['torch'] must return what the reference does", "got None"]),
+    "baseline-of-another-dtype": ('''
+        def torch_doubled(inputs):
+            return 2 * inputs["x"].double()
+        ''', ["doubled: baselines['torch'] returns torch.float64 where allocate_outputs gives "
+              "torch.float32", "so they must be of one dtype"]),
+    "baseline-returns-a-view-of-an-input": ('''
+        def torch_doubled(inputs):
+            return inputs["x"].mul_(2).view(-1)
+        ''', ["doubled: baselines['torch'] returns input 'x' or a view of it", ".clone()"]),
     "constraint-returns-a-bool": ('''
         def threads_busy(config, sizes, elem_bytes, limits):
             return config["BLOCK"] < 32 * config["num_warps"]

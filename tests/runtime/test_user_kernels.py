@@ -7,6 +7,7 @@ pyproject.toml, and read the configs/ folder of its project."""
 import pytest
 import torch
 from helpers.backend import INTERPRETING
+from helpers.compiled import targets as _targets
 from helpers.compiled import traced as _traced
 from helpers.fixture_results import winner, write_winners
 from helpers.ops_state import ops_reading
@@ -284,3 +285,91 @@ def test_inductor_compiles_a_block_with_your_kernel_and_runs_it_in_the_graph(pro
         x, y = _inputs(1000)
         torch.testing.assert_close(compiled(x, y), 2 * (ALPHA * x.relu() + y))
     assert library.opaque_calls  # tlab's kernel, decided inside the graph
+
+
+def test_torch_export_keeps_your_kernel_with_a_symbolic_size_keyword(project):
+    """Non-strict export (the default) hands a size in as a torch.SymInt, not an int: it was
+    taken for an input the op cannot carry, and the kernel silently left the graph."""
+    _kernel_module(project, "axpy_export", shape_of=False)
+    _tuned_at_1000(project, "axpy_export")
+    axpy = ops.kernel("axpy_export", module="kernels/axpy_export.py")
+
+    class Block(torch.nn.Module):
+        def forward(self, x, y):
+            return axpy(x=x, y=y, n=x.numel()) + 1
+
+    n = torch.export.Dim("n", min=2)
+    exported = torch.export.export(Block(), _inputs(1000), dynamic_shapes=({0: n}, {0: n}))
+    assert any(t.startswith("tlab.kernel_axpy_export_") for t in _targets(exported.graph))
+    x, y = _inputs(3000)
+    torch.testing.assert_close(exported.module()(x, y), ALPHA * x + y + 1)
+
+
+def test_an_input_that_would_not_come_back_as_given_gets_the_op_in_a_graph():
+    """An enum (a subclass of str or int) would come back a plain value, or not parse."""
+    import enum
+
+    class Mode(str, enum.Enum):
+        FAST = "fast"
+
+    class Level(enum.IntEnum):
+        ONE = 1
+
+    x = torch.randn(3)
+    assert own_kernels.pack({"x": x, "mode": Mode.FAST}) is None
+    assert own_kernels.pack({"x": x, "level": Level.ONE}) is None
+
+
+def test_a_kernel_loaded_again_runs_its_new_code_eagerly_and_compiled(project):
+    """Before: the memo kept the first module's launch at a tuned shape, and a compiled
+    graph's registered op ran the first TunedKernel made."""
+    path = _kernel_module(project, "axpy_edited")
+    _tuned_at_1000(project, "axpy_edited")
+    x, y = _inputs(1000)
+    torch.testing.assert_close(ops.kernel("axpy_edited", module=path)(x=x, y=y), ALPHA * x + y)
+    edited = project / "kernels" / "v2" / "axpy_edited.py"
+    edited.parent.mkdir()
+    edited.write_text(path.read_text().replace("ALPHA = 0.75", "ALPHA = 0.5"))
+    axpy = ops.kernel("axpy_edited", module=edited)
+    torch.testing.assert_close(axpy(x=x, y=y), 0.5 * x + y)
+    out, _ = _traced(lambda x, y: axpy(x=x, y=y), (x, y))
+    torch.testing.assert_close(out, 0.5 * x + y)
+    assert ops.bound_launch("axpy_edited", torch.float32, (1000,), x.get_device()) is not None
+
+
+def test_a_graph_node_never_hands_back_memory_of_its_inputs_or_twice_the_same(project,
+                                                                              monkeypatch):
+    """The registered op promises new tensors and the compiler plans on it: an output of the
+    PyTorch op that is an input, a view of one, or another output is copied."""
+    path = _kernel_module(project, "axpy_aliased")
+    axpy = ops.kernel("axpy_aliased", module=path)
+    x, y = _inputs(1000)
+    view = x.view(-1)
+    monkeypatch.setattr(axpy, "_op", lambda inputs: (view, inputs["y"], view))
+    tensors, ints, floats, layout = own_kernels.pack({"x": x, "y": y})
+    out = axpy._run_packed(tensors, ints, floats, layout)
+    memory = [t.untyped_storage().data_ptr() for t in (x, y, *out)]
+    assert len(set(memory)) == 5
+    for got, want in zip(out, (x, y, x), strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_call_missing_an_input_under_compile_names_the_inputs_the_kernel_takes(project):
+    _kernel_module(project, "axpy_missing_traced")
+    axpy = ops.kernel("axpy_missing_traced", module="kernels/axpy_missing_traced.py")
+    x, _ = _inputs(1000)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"axpy_missing_traced takes x, y \(as make_inputs names "
+                                        r"them\); missing: y"):
+        torch.compile(lambda x: axpy(x=x, yy=x), fullgraph=True, backend="eager")(x)
+
+
+def test_under_vmap_the_op_runs(project):
+    """A launch cannot read vmap's batched tensors (it failed on their storage)."""
+    _kernel_module(project, "axpy_vmap")
+    _tuned_at_1000(project, "axpy_vmap")
+    axpy = ops.kernel("axpy_vmap", module="kernels/axpy_vmap.py")
+    x, y = (torch.randn(4, 1000, generator=torch.Generator().manual_seed(s)).to(DEVICE)
+            for s in (1, 2))
+    torch.testing.assert_close(torch.func.vmap(lambda a, b: axpy(x=a, y=b))(x, y),
+                               ALPHA * x + y)

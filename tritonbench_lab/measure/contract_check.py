@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from tritonbench_lab.data.records import TFLOPS
+from tritonbench_lab.data.records import TFLOPS, TORCH_OP
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import builtin_names, get_spec, names
 from tritonbench_lab.measure.env import INTERPRETER, device_limits
@@ -213,7 +213,7 @@ class _Calls:
         inputs = self.inputs()
         outputs = self.outputs(inputs)
         reference = self.reference(inputs, outputs)
-        self.baselines(inputs, reference)
+        self.baselines(inputs, reference, outputs)
         said = f"kept: each piece called once {self.at}"
         if not self.can_launch:
             return f"{said}, but launch (no dtype of the kernel runs in Triton's interpreter)"
@@ -374,9 +374,11 @@ class _Calls:
                                  f"reference in float64 (inputs[...].double()) ({self.at})")
         return tensors
 
-    def baselines(self, inputs: dict, reference: tuple) -> None:
+    def baselines(self, inputs: dict, reference: tuple, outputs: tuple) -> None:
         """Each baseline that runs here returns what the reference does (in number and
-        shapes); a compiled one is called through its eager function."""
+        shapes); a compiled one is called through its eager function. The `torch` one also
+        in the outputs' dtypes: ops.kernel returns its outputs where tlab's kernel does not
+        run, and a compiled graph plans with them (its fake) where it does."""
         for name in self.spec.baselines_for(self.interpreting):
             given = self.spec.baselines[name]
             fn = inspect.unwrap(given)
@@ -389,6 +391,24 @@ class _Calls:
                 raise self.error(f"{what} must return what the reference does ({len(reference)} "
                                  f"tensor(s) of shapes {_shapes(reference)}), as one tensor or a "
                                  f"tuple, got {_got(result, tensors)} ({self.at})")
+            if name != TORCH_OP:
+                continue
+            memory = {t.untyped_storage().data_ptr(): k for k, t in inputs.items()
+                      if isinstance(t, torch.Tensor)}
+            shared = [memory[t.untyped_storage().data_ptr()] for t in tensors
+                      if t.untyped_storage().data_ptr() in memory]
+            if shared:
+                raise self.error(
+                    f"{what} returns input {shared[0]!r} or a view of it: "
+                    f"tritonbench_lab.ops.kernel hands back its outputs where tlab's kernel "
+                    f"gives new tensors, so it must return new ones (.clone()) ({self.at})")
+            dtypes = [t.dtype for t in tensors]
+            if dtypes != [o.dtype for o in outputs]:
+                raise self.error(
+                    f"{what} returns {', '.join(map(str, dtypes))} where allocate_outputs gives "
+                    f"{', '.join(str(o.dtype) for o in outputs)}: tritonbench_lab.ops.kernel "
+                    f"hands back one or the other by shape, so they must be of one dtype "
+                    f"({self.at})")
 
     def stray_keywords(self, launched: list, config: Config) -> None:
         """A space parameter handed to a Triton kernel that has no argument of its name."""

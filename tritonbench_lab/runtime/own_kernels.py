@@ -14,6 +14,7 @@ says tlab's kernel does not run there, as the built-in ops do."""
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,7 @@ import torch
 from tritonbench_lab.data.records import TORCH_OP
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.runtime import in_graphs, library
-from tritonbench_lab.runtime.dispatch import in_compiled_graph, plan, tuned_state
+from tritonbench_lab.runtime.dispatch import clear, in_compiled_graph, plan, tuned_state
 from tritonbench_lab.tuned import config_dir, ordered_sizes, spec_of
 
 # A call in a compiled graph, packed: what a torch.library schema can carry of a dict.
@@ -32,6 +33,10 @@ PACKED = "(Tensor[] tensors, SymInt[] ints, float[] floats, str layout) -> Tenso
 # appears in one.
 SEPARATOR = "\x1f"
 _compiling = torch.compiler.is_compiling
+# A tensor of torch.func's transforms (vmap's batched ones): a Triton launch cannot read it.
+_transformed = torch._C._functorch.is_functorch_wrapped_tensor
+_newest: dict[str, TunedKernel] = {}  # registered op -> the TunedKernel made for it last
+_specs: dict[str, object] = {}  # kernel name -> the spec the runtime's memo holds launches of
 
 
 def kernel(name: str, module: str | Path | None = None, *,
@@ -63,10 +68,16 @@ class TunedKernel:
         # the folder its decisions read, named in the compiled graph (tuned_state): a
         # compile cache never hands back a graph decided on other configs
         self._folder = str(configs or config_dir(spec.name))
-        tag = hashlib.sha1(self._folder.encode()).hexdigest()[:8]  # one op per folder
+        if _specs.setdefault(spec.name, spec) is not spec:
+            _specs[spec.name] = spec  # its module loaded again: forget the old code's launches
+            clear()
+        tag = hashlib.sha1(self._folder.encode()).hexdigest()[:8]
+        op = f"kernel_{spec.name}_{tag}"  # one op per kernel and configs folder, which runs
+        _newest[op] = self  # the newest TunedKernel made for it: a kernel reloaded runs anew
         self._registered = library.define(
-            f"kernel_{spec.name}_{tag}", self._run_packed, self._op_packed,
-            self._may_run_packed, schema=PACKED)
+            op, functools.partial(_packed, op, "_run_packed"),
+            functools.partial(_packed, op, "_op_packed"),
+            functools.partial(_packed, op, "_may_run_packed"), schema=PACKED)
 
     def __call__(self, inputs: dict | None = None, /, **named):
         if inputs is not None and not isinstance(inputs, dict):
@@ -74,27 +85,31 @@ class TunedKernel:
                             f"f({{'x': ...}})), got a {type(inputs).__name__} by position")
         inputs = {**inputs, **named} if inputs else named
         try:
-            return self._call(inputs)
+            return self._in_graph(inputs) if _compiling() else self._eager(inputs)
         except KeyError as err:  # an input the kernel reads is missing: say which it takes
-            taken = self.input_names()
-            missing = [n for n in taken if n not in inputs]
-            if not missing:
-                raise
-            raise TlabError(f"{self.spec.name} takes {', '.join(taken)} (as make_inputs names "
-                            f"them); missing: {', '.join(missing)}") from err
+            raise self._missing(inputs) or err from err
 
-    def _call(self, inputs: dict):
-        if _compiling():
-            return self._in_graph(inputs)
+    def _missing(self, inputs: dict) -> TlabError | None:
+        """The error for a call lacking an input make_inputs gives (None: it lacks none)."""
+        taken = self.input_names()
+        missing = [n for n in taken if n not in inputs]
+        if not missing:
+            return None
+        return TlabError(f"{self.spec.name} takes {', '.join(taken)} (as make_inputs names "
+                         f"them); missing: {', '.join(missing)}")
+
+    def _eager(self, inputs: dict):
+        """A call run now: tlab's kernel where plan says so, else the PyTorch op."""
         spec = self.spec
         tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
         tensor = next((v for v in tensors if v.dtype in spec.dtypes), None)
-        # The op where the kernel cannot stand in for it: autograd needs the op's graph, and a
+        # The op where the kernel cannot stand in for it: autograd needs the op's graph; a
         # kernel is swept on make_inputs' contiguous tensors, so a strided view (x[:, ::2]) is
-        # not among the inputs its measurements and checks cover.
+        # not among the inputs its measurements and checks cover; and a launch cannot read
+        # vmap's batched tensors.
         if tensor is not None and not (
                 torch.is_grad_enabled() and any(t.requires_grad for t in tensors)) and all(
-                t.is_contiguous() for t in tensors):
+                t.is_contiguous() and not _transformed(t) for t in tensors):
             launch = plan(spec.name, tensor.dtype, self.sizes(inputs), tensor.get_device(),
                            self._bind, self.configs)
             if launch is not None:
@@ -115,17 +130,28 @@ class TunedKernel:
         return _one(tuple(out))
 
     def _run_packed(self, tensors, ints, floats, layout) -> list:
-        """The registered op when the graph runs: the eager call, decision and all; an output
-        that is one of the inputs (an op may hand one back) copied, as the schema promises
-        new tensors."""
-        out = self._call(unpack(tensors, ints, floats, layout))
-        out = list(out) if isinstance(out, (tuple, list)) else [out]
-        return [o.clone() if any(o is t for t in tensors) else o for o in out]
+        """The registered op when the graph runs: the eager call, decision and all. An output
+        sharing memory with an input or an output before it (an op may hand back an input or
+        a view of one) is copied: the schema promises new tensors, and the compiler plans on
+        that."""
+        out = self._eager(unpack(tensors, ints, floats, layout))
+        seen = {t.untyped_storage().data_ptr() for t in tensors}
+        fresh = []
+        for o in out if isinstance(out, (tuple, list)) else (out,):
+            memory = o.untyped_storage().data_ptr()
+            fresh.append(o.clone() if memory in seen else o)
+            seen.add(memory)
+        return fresh
 
     def _op_packed(self, tensors, ints, floats, layout) -> list:
         """The PyTorch op on packed inputs: the fake (shapes and dtypes) and the decomposition
         where tlab's kernel does not run."""
-        out = self._op(unpack(tensors, ints, floats, layout))
+        inputs = unpack(tensors, ints, floats, layout)
+        try:
+            out = self._op(inputs)
+        except KeyError as err:  # traced: the eager call's error, not a bare KeyError
+            with _real_tensors():
+                raise self._missing(inputs) or err from err
         return list(out) if isinstance(out, (tuple, list)) else [out]
 
     def _may_run_packed(self, tensors, ints, floats, layout) -> bool:
@@ -164,18 +190,20 @@ class TunedKernel:
 
 def pack(inputs: dict) -> tuple[list, list, list, str] | None:
     """A call's inputs as the registered op takes them (PACKED); None where one is of a kind
-    it cannot carry (a list, a dtype). Plain Python that dynamo traces."""
+    it cannot carry (a list, a dtype, a subclass of int or str such as an enum, which would
+    come back as a plain int or not at all). Plain Python that dynamo traces."""
     tensors, ints, floats, layout = [], [], [], []
     for name, value in inputs.items():
+        kind = type(value)
         if isinstance(value, torch.Tensor):
             tensors.append(value)
             layout.append(f"{name}:t")
-        elif isinstance(value, (bool, str)) or value is None:
+        elif kind in (bool, str) or value is None:
             layout.append(f"{name}={value!r}")
-        elif isinstance(value, int):
+        elif kind in (int, torch.SymInt):  # SymInt: a size under torch.export's tracing
             ints.append(value)
             layout.append(f"{name}:i")
-        elif isinstance(value, float):
+        elif kind in (float, torch.SymFloat):
             floats.append(value)
             layout.append(f"{name}:f")
         else:
@@ -201,6 +229,19 @@ def _entry(entry: str) -> tuple:
         return entry[:-2], entry[-1], None
     name, _, constant = entry.partition("=")
     return name, "", ast.literal_eval(constant)
+
+
+def _packed(op: str, method: str, *args):
+    """The registered op's pieces (library.define), run by the TunedKernel made for it last."""
+    return getattr(_newest[op], method)(*args)
+
+
+def _real_tensors():
+    """A block where make_inputs draws real tensors though a compiler's fake mode is on."""
+    # late: the fake-tensor machinery is asked only by a traced call's error
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    return unset_fake_temporarily()
 
 
 def _one(outputs):
