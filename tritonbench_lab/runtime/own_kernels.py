@@ -2,7 +2,7 @@
 `tritonbench_lab.ops.kernel(name)` gives a TunedKernel, which runs tlab's kernel under the
 committed config where the measurements say it beats the PyTorch op (the spec's `torch`
 baseline) and that op elsewhere, by dispatch.py's rule, as every op of ops.py does; the op
-also where autograd needs it or an input tensor is not contiguous.
+also where autograd needs it, an input tensor is not contiguous, or vmap batches the call.
 
 Under torch.compile a call is one registered op, `torch.ops.tlab.kernel_<name>_<folder tag>`
 (runtime/library.py): dynamo cannot trace the decision (a memo, a clock, files). The op takes
@@ -119,7 +119,7 @@ class TunedKernel:
     def _in_graph(self, inputs: dict):
         """A call while dynamo traces: the registered op, which dynamo keeps as one node; the
         PyTorch op, traced with the graph, where autograd needs it or an input is of a kind
-        the op's schema cannot carry (a list, a dtype)."""
+        the op's schema cannot carry (pack)."""
         packed = pack(inputs)
         if packed is None:
             return _one(self._op(inputs))
