@@ -16,8 +16,8 @@ sides (the real op's are made so), as the compiler plans strides from the fake's
 alternative, a `torch.library.triton_op` whose Triton kernels Inductor sees, needs launchers
 that call the kernels directly inside the op; not done.
 
-May import: torch. Knows nothing of tlab's kernels: `tritonbench_lab.ops` and runtime/own_kernels.py
-hand it each op.
+May import: torch. Knows nothing of tlab's kernels: `tritonbench_lab.ops` and
+runtime/own_kernels.py hand it each op.
 """
 
 from __future__ import annotations
