@@ -91,6 +91,26 @@ def test_how_near_the_tuned_shapes_a_call_is(tmp_path, monkeypatch):
         ("64x1024", HERE), ("48x1024", NEARBY), ("64x16384", UNTUNED)]
 
 
+def test_a_call_whose_layout_sends_a_tuned_shape_to_the_op_is_recorded_as_the_op(
+        tmp_path, monkeypatch):
+    """Before: recorded as tlab's kernel, though a TMA config cannot take a transposed
+    weight and the call ran torch.matmul."""
+    configs = tmp_path / "configs"
+    write_winners(configs / "interpreter" / "matmul.csv", [winner(
+        "96x80x72", "BLOCK_M=64 BLOCK_N=64 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 "
+        "TMA=1 STREAM_K=0", dtype="fp32", p50_ms=1.0, op_p50_ms=2.0)])
+    monkeypatch.setenv("TLAB_CONFIG_DIR", str(configs))
+    a, w = random(96, 72), random(80, 72)
+    path = tmp_path / "calls.csv"
+    with ops.record_shapes(path):
+        torch.testing.assert_close(ops.matmul(a, w.t().contiguous()), a @ w.t())
+        assert [r.provider for r in read_table(path, Called)] == ["triton"]
+        torch.testing.assert_close(ops.matmul(a, w.t()), a @ w.t())  # strided: the op
+    rows = read_table(path, Called)
+    assert [(r.shape, r.tuned, r.provider) for r in rows] == [
+        ("96x80x72", HERE, "triton"), ("96x80x72", HERE, TORCH_OP)]
+
+
 def test_a_shape_the_kernel_refuses_is_recorded_as_refused_and_not_swept(tmp_path):
     """layernorm holds a row in one program's registers, 65,536 columns at most: ops calls
     F.layer_norm at a wider row, and a sweep there could not help."""

@@ -375,6 +375,10 @@ def remember(fast: tuple | None, kernel: str | None = None, dtype=None, sizes=No
     with what they ask first (op_eagerly)."""
     asks = never if kernel is None else op_eagerly(kernel, dtype, sizes, device)
     remembered[0] = asks
+    if asks is None and kernel is not None and recording.recording() is not None:
+        # planned tlab's kernel, yet this call's operands (a layout the bound config cannot
+        # take: a TMA descriptor and a transposed weight) sent it to the op: record what ran
+        recording.ran_op(kernel, dtype_key(dtype), shape_text(sizes), _slugs.get(device, ""))
     if fast is not None and asks is not None:
         op_only[fast] = asks
 

@@ -17,8 +17,10 @@ whose decision changed since (tuned since, say): the newest row of a call stands
 
 Only first calls record: dispatch.py notes a decision when it makes one, so a call whose
 decision is memoised costs nothing more than before (which is why ops.record_shapes clears
-the memo as it starts: every shape is then a first call again). Calls inside a compiled
-graph record too (the registered op runs the eager op). No triton.
+the memo as it starts: every shape is then a first call again). One exception: a call
+planned for tlab's kernel whose operands' layout sends it to the op is noted as the op
+(ran_op). Calls inside a compiled graph record too (the registered op runs the eager op).
+No triton.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import datetime
 import os
 from pathlib import Path
 
-from tritonbench_lab.data.records import REFUSED, Called
+from tritonbench_lab.data.records import REFUSED, TORCH_OP, Called
 from tritonbench_lab.data.store import append_rows, read_table
 from tritonbench_lab.errors import TlabError
 
@@ -70,6 +72,14 @@ def note(kernel: str, dtype: str, shape: str, gpu: str, tuned: str, provider: st
     _seen[key] = (tuned, provider)
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     append_rows(path, [Called(kernel, dtype, shape, gpu, tuned, provider, now)])
+
+
+def ran_op(kernel: str, dtype: str, shape: str, gpu: str) -> None:
+    """A call of a shape decided for tlab's kernel ran the PyTorch op (its operands were of a
+    layout the bound config cannot take): recorded as the op, with the decision's `tuned`,
+    where recording is on (the newest row of a call stands)."""
+    tuned = _seen.get((kernel, dtype, shape, gpu), ("", ""))[0]
+    note(kernel, dtype, shape, gpu, tuned, TORCH_OP)
 
 
 def start_from_environment() -> None:
