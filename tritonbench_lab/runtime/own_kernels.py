@@ -100,21 +100,24 @@ class TunedKernel:
 
     def _eager(self, inputs: dict):
         """A call run now: tlab's kernel where plan says so, else the PyTorch op."""
-        spec = self.spec
-        tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
-        tensor = next((v for v in tensors if v.dtype in spec.dtypes), None)
-        # The op where the kernel cannot stand in for it: autograd needs the op's graph; a
-        # kernel is swept on make_inputs' contiguous tensors, so a strided view (x[:, ::2]) is
-        # not among the inputs its measurements and checks cover; and a launch cannot read
-        # vmap's batched tensors.
-        if tensor is not None and not (
-                torch.is_grad_enabled() and any(t.requires_grad for t in tensors)) and all(
-                t.is_contiguous() and not _transformed(t) for t in tensors):
-            launch = plan(spec.name, tensor.dtype, self.sizes(inputs), tensor.get_device(),
-                           self._bind, self.configs)
+        tensor = self._deciding([v for v in inputs.values() if isinstance(v, torch.Tensor)])
+        if tensor is not None:
+            launch = plan(self.spec.name, tensor.dtype, self.sizes(inputs), tensor.get_device(),
+                          self._bind, self.configs)
             if launch is not None:
                 return launch(inputs)
         return _one(self._op(inputs))
+
+    def _deciding(self, tensors: list) -> torch.Tensor | None:
+        """The input a call is decided by (its dtype and device): the first tensor of a dtype
+        the kernel takes; None where only the op can answer. Autograd needs the op's graph; a
+        kernel is swept on make_inputs' contiguous tensors, so a strided view (x[:, ::2]) is
+        not among the inputs its measurements and checks cover; a launch cannot read vmap's
+        batched tensors."""
+        tensor = next((t for t in tensors if t.dtype in self.spec.dtypes), None)
+        if tensor is None or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            return None
+        return tensor if all(t.is_contiguous() and not _transformed(t) for t in tensors) else None
 
     def _in_graph(self, inputs: dict):
         """A call while dynamo traces: the registered op, which dynamo keeps as one node; the
@@ -134,10 +137,9 @@ class TunedKernel:
         sharing memory with an input or an output before it (an op may hand back an input or
         a view of one) is copied: the schema promises new tensors, and the compiler plans on
         that."""
-        out = self._eager(unpack(tensors, ints, floats, layout))
         seen = {t.untyped_storage().data_ptr() for t in tensors}
         fresh = []
-        for o in out if isinstance(out, (tuple, list)) else (out,):
+        for o in _listed(self._eager(unpack(tensors, ints, floats, layout))):
             memory = o.untyped_storage().data_ptr()
             fresh.append(o.clone() if memory in seen else o)
             seen.add(memory)
@@ -152,16 +154,15 @@ class TunedKernel:
         except KeyError as err:  # traced: the eager call's error, not a bare KeyError
             with _real_tensors():
                 raise self._missing(inputs) or err from err
-        return list(out) if isinstance(out, (tuple, list)) else [out]
+        return _listed(out)
 
     def _may_run_packed(self, tensors, ints, floats, layout) -> bool:
         """Whether the graph being traced runs tlab's kernel at these inputs' static shape
         (dispatch.in_compiled_graph's rule)."""
-        inputs = unpack(tensors, ints, floats, layout)
-        tensor = next((t for t in tensors if t.dtype in self.spec.dtypes), None)
-        if tensor is None or not all(t.is_contiguous() for t in tensors):
+        tensor = self._deciding(tensors)
+        if tensor is None:
             return False
-        sizes, device = self.sizes(inputs), tensor.get_device()
+        sizes, device = self.sizes(unpack(tensors, ints, floats, layout)), tensor.get_device()
         plan(self.spec.name, tensor.dtype, sizes, device, self._bind, self.configs)
         return in_compiled_graph(self.spec.name, tensor.dtype, sizes, device,
                                  in_graphs.graph_captured(), self.configs)
@@ -242,6 +243,11 @@ def _real_tensors():
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     return unset_fake_temporarily()
+
+
+def _listed(outputs) -> list:
+    """A kernel's or op's outputs as the registered op returns them (Tensor[])."""
+    return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
 
 
 def _one(outputs):
