@@ -4,6 +4,7 @@ kernel modules listed once in its pyproject.toml ([tool.tlab]), which every such
 loads without -m."""
 
 import json
+import shutil
 
 import pytest
 from helpers.commands import tlab
@@ -61,8 +62,10 @@ def test_an_autotune_key_your_kernel_does_not_take_is_refused_before_anything_is
     assert renamed.count("n_elements") == 2
     module = root / "axpy_renamed.py"
     module.write_text(renamed)
+    # from the folder of the module (the repository's pyproject.toml lists examples/axpy.py:
+    # another file defining axpy would be refused as a clash there)
     stderr = _one_line_error(tlab("export", "axpy", "-m", str(module), "--root", str(root),
-                                  "--out", str(root / "refused")))
+                                  "--out", str(root / "refused"), cwd=root))
     assert ("KEY would be n, which no Triton kernel of axpy's module takes (axpy_kernel takes "
             "x_ptr, y_ptr, z_ptr, n_elements, alpha, BLOCK); set autotune_key=") in stderr
     assert not (root / "refused").exists()
@@ -70,7 +73,7 @@ def test_an_autotune_key_your_kernel_does_not_take_is_refused_before_anything_is
     assert keyed != renamed
     module.write_text(keyed)
     assert tlab("export", "axpy", "-m", str(module), "--root", str(root), "--out",
-                str(root / "keyed")).returncode == 0
+                str(root / "keyed"), cwd=root).returncode == 0
     assert "KEY = ['n_elements']" in (root / "keyed" / "axpy_configs.py").read_text()
 
 
@@ -93,7 +96,8 @@ def test_targets_hold_your_kernel_to_the_rule_ops_runs_it_by(root):
         in done.stdout
     assert "| fp32 | 16777216 | `BLOCK=4096 num_warps=8` | 1.0000 | 0.8000 | 0.80x | **no** |" \
         in done.stdout
-    without = tlab("targets", "--root", str(root))  # not loaded: not judged, as before
+    # not loaded (from a folder whose pyproject.toml lists none): not judged, as before
+    without = tlab("targets", "--root", str(root), cwd=root)
     assert "axpy" not in without.stdout
 
 
@@ -117,9 +121,10 @@ def _project(folder, listed=("kernels/axpy.py",)):
     return folder
 
 
-def test_commands_load_the_kernel_modules_a_project_lists(root):
+def test_commands_load_the_kernel_modules_a_project_lists(root, monkeypatch):
     """From the project's folder (the current folder, or ROOT), without -m."""
     project = _project(root)
+    monkeypatch.chdir(project)
     assert kernel_modules_of(None, project) == (str(project.resolve() / "kernels" / "axpy.py"),)
     listed = tlab("list", cwd=project)
     assert listed.returncode == 0 and "axpy" in listed.stdout, listed.stderr
@@ -134,8 +139,43 @@ def test_commands_load_the_kernel_modules_a_project_lists(root):
     done = tlab("export", "axpy", "--root", str(project), "--out", str(project / "again"))
     assert done.returncode == 0, done.stderr
     # -m adds to the table; the same file given twice is loaded once
-    done = tlab("list", "-m", "kernels/axpy.py", "-m", AXPY, cwd=project)
+    done = tlab("list", "-m", "kernels/axpy.py", cwd=project)
     assert done.returncode == 0, done.stderr
+    # another file defining the listed kernel's name would replace it: refused
+    said = _one_line_error(tlab("list", "-m", AXPY, cwd=project))
+    assert "kernel 'axpy' is defined in both" in said and AXPY in said, said
+
+
+def test_a_scratch_root_keeps_the_kernels_the_current_folder_lists(root, tmp_path_factory,
+                                                                   monkeypatch):
+    """--root elsewhere (results and configs in a scratch folder whose pyproject.toml lists
+    none) loads the modules the current folder's lists, as the runtime does; a ROOT that
+    lists its own is the project, and its list is the one read."""
+    project = _project(root)
+    scratch = tmp_path_factory.mktemp("scratch")
+    monkeypatch.chdir(project)
+    assert kernel_modules_of(None, scratch) == (str(project.resolve() / "kernels" / "axpy.py"),)
+    shutil.copytree(project / "configs", scratch / "configs")
+    done = tlab("explain", "axpy", "--shape", "1048576", "--dtype", "fp32",
+                "--root", str(scratch), cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert f"{GPU} fp32: tlab's kernel, {TUNED}" in done.stdout
+    (scratch / "mine.py").write_text((REPO / "examples" / "axpy.py").read_text())
+    (scratch / "pyproject.toml").write_text('[tool.tlab]\nkernel-modules = ["mine.py"]\n')
+    assert kernel_modules_of(None, scratch) == (str(scratch.resolve() / "mine.py"),)
+    assert kernel_modules_of(None, None) == (str(project.resolve() / "kernels" / "axpy.py"),)
+
+
+def test_two_files_defining_one_kernel_name_are_refused_naming_both(tmp_path):
+    """The later file would replace the earlier one's kernel silently: rows and configs from
+    whichever loaded last."""
+    other = tmp_path / "other_axpy.py"
+    other.write_text((REPO / "examples" / "axpy.py").read_text())
+    for order in ((AXPY, str(other)), (str(other), AXPY)):
+        said = _one_line_error(tlab("list", "-m", order[0], "-m", order[1], cwd=tmp_path))
+        assert f"kernel 'axpy' is defined in both {order[0]} and {order[1]}" in said, said
+    # the same file twice is one file
+    assert tlab("list", "-m", AXPY, "-m", AXPY, cwd=tmp_path).returncode == 0
 
 
 def test_a_listed_module_that_does_not_exist_is_one_line_and_nothing_is_written(tmp_path):

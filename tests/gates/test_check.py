@@ -187,7 +187,7 @@ def test_kernel_and_dtype_filters_pick_the_files_and_rows_checked(root):
         f.unlink()  # none yet
     missing = tlab("check", "--root", str(root), "--interpret", "--kernel", "layernorm")
     assert missing.returncode == 2
-    assert missing.stderr.strip().endswith("for kernel(s) layernorm")
+    assert "for kernel(s) layernorm; kernels with configs there: add," in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
@@ -254,8 +254,9 @@ def test_a_user_kernel_module_swept_then_checked_passes(tmp_path):
     result = tlab("check", "--root", str(tmp_path), "--interpret", "--kernel-module", AXPY)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 valid row(s)" in result.stdout and "0 error(s)" in result.stdout
-    # Without the module the kernel is unknown: one error naming it, not a pass.
-    unknown = tlab("check", "--root", str(tmp_path), "--interpret")
+    # Without the module (from a folder whose pyproject.toml lists none) the kernel is
+    # unknown: one error naming it, not a pass.
+    unknown = tlab("check", "--root", str(tmp_path), "--interpret", cwd=tmp_path)
     assert unknown.returncode == 1 and "axpy" in unknown.stderr
     # Listed in the project's pyproject.toml, as this repository lists it: after the README's
     # sweep of axpy, `make check` (`tlab check`) knows it without -m.

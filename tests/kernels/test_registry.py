@@ -103,6 +103,13 @@ BAD_MODULES = {
     "empty": ("X = 1\n", "defines neither SPEC nor SPECS"),
     "wrong_type": ("SPEC = 42\n", "must hold KernelSpec objects, got int"),
     "clash": ("from tritonbench_lab.kernels.softmax import SPEC\n", "taken by a built-in"),
+    "twice": (
+        "import dataclasses\n"
+        "from tritonbench_lab.kernels.softmax import SPEC as S\n"
+        "MINE = dataclasses.replace(S, name='mine')\n"
+        "SPECS = [MINE, MINE]\n",
+        "SPECS names mine more than once",
+    ),
     "incomplete": (
         "import dataclasses\n"
         "from tritonbench_lab.kernels.softmax import SPEC as S\n"

@@ -132,7 +132,6 @@ def test_pictures_and_report_are_the_same_bytes_from_the_same_rows(tmp_path):
 
 @pytest.mark.parametrize("args, phrase", [
     (["plot", "--gpu-name", "no-such-gpu"], "no results for 'no-such-gpu'"),
-    (["plot", "--gpu", "no-such-gpu"], "no results for 'no-such-gpu'"),  # the old spelling
     (["plot", "--kernel", "matmul"], "no results for kernel 'matmul'"),
     (["plot", "--dtype", "bf16"], "no bf16 rows for softmax"),
 ])

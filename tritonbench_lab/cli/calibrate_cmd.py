@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tritonbench_lab.cli.options import Dtypes, OldOut, Root, known_dtypes
+from tritonbench_lab.cli.options import Root, complete_dtypes, known_dtypes
 from tritonbench_lab.cli.tables import print_table
 from tritonbench_lab.data.ceilings import append_ceilings
 from tritonbench_lab.data.layout import Layout
@@ -23,11 +23,13 @@ from tritonbench_lab.measure.timing import MAX_REP_MS, BenchOptions
 
 def calibrate(
     root: Root = Path("."),
-    dtype: Dtypes = None,
+    dtype: Annotated[list[str] | None, typer.Option(
+        "--dtype", metavar="DTYPES", autocompletion=complete_dtypes, show_default=False,
+        help="Dtypes whose torch.matmul TFLOP/s to measure (the copy bandwidth is measured "
+        "whatever they are): comma-separated or repeated. Default: bf16, fp16, fp32.")] = None,
     rep_ms: Annotated[int, typer.Option(
         "--rep-ms", min=1, max=MAX_REP_MS,
         help="do_bench's timing budget per measurement, in ms.")] = 200,
-    old_out: OldOut = None,
 ) -> None:
     """Measure the copy bandwidth of this GPU (a 4 GiB copy, and copies of 16 MiB to 2 GiB
     that GB/s kernels are judged against at their own size) and torch.matmul TFLOP/s per
@@ -42,7 +44,7 @@ def calibrate(
     from tritonbench_lab.spec import parse_dtype
 
     fp = fingerprint(backend)
-    path = Layout(old_out or root).ceilings_file(fp.gpu_slug)
+    path = Layout(root).ceilings_file(fp.gpu_slug)
 
     check_appendable(path, Ceiling)
     rows = measure(fp, BenchOptions(rep_ms=rep_ms), [parse_dtype(d) for d in names])

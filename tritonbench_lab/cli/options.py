@@ -10,8 +10,8 @@
                   or repeated
     --kernel      a kernel name: comma-separated or repeated
     -m, --kernel-module   a user's kernel module, added to those the project lists in the
-                  [tool.tlab] table of its pyproject.toml (ROOT's, else the current folder's),
-                  which every command that takes -m loads first (kernel_modules_of)
+                  [tool.tlab] table of ROOT's pyproject.toml (where it lists none, the
+                  current folder's), which every command that takes -m loads first
 """
 
 from __future__ import annotations
@@ -82,25 +82,22 @@ KernelModules = Annotated[list[Path] | None, typer.Option(
     "--kernel-module", "-m", metavar="FILE",
     help="A Python file defining SPEC = KernelSpec(...) (or SPECS = [...]) for your own "
     "kernels; repeat the option for several files. Added to those the project lists in "
-    "[tool.tlab] kernel-modules of its pyproject.toml (in --root for a command that has "
-    "one, else the current folder), which are always loaded.", show_default=False)]
+    "[tool.tlab] kernel-modules of the pyproject.toml in --root (where it lists none, the "
+    "current folder's), which are always loaded.", show_default=False)]
 
 Interpret = Annotated[bool | None, typer.Option(
     "--interpret/--gpu",
     help="Run kernels in Triton's CPU interpreter (--interpret) or on the GPU (--gpu). "
     "Default: the GPU when CUDA is visible, otherwise the interpreter.", show_default=False)]
 
-# Spellings of one release ago, accepted but not shown.
-OldOut = Annotated[Path | None, typer.Option("--out", hidden=True, help="Old name of --root.")]
-OldGpu = Annotated[str | None, typer.Option("--gpu", hidden=True, help="Old name of --gpu-name.")]
-
-
 def kernel_modules_of(kernel_modules: list[Path] | None, root: Path | None = None
                       ) -> tuple[str, ...]:
     """The user's kernel modules of a command: those ROOT's pyproject.toml lists ([tool.tlab]
-    kernel-modules; ROOT is the current folder for commands without --root), then those
-    given with -m; each file once. A listed file that does not exist is a TlabError."""
-    listed = [str(p) for p in kernel_modules_in(root if root is not None else Path("."))]
+    kernel-modules), else (ROOT lists none: a scratch --root) the current folder's, where
+    the runtime reads them; then those given with -m; each file once. A listed file that
+    does not exist is a TlabError."""
+    listed = [str(p) for p in kernel_modules_in(root)] if root is not None else []
+    listed = listed or [str(p) for p in kernel_modules_in(Path("."))]
     given = [str(p) for p in kernel_modules or ()]
     unique: dict[Path, str] = {}
     for path in [*listed, *given]:
@@ -134,8 +131,16 @@ def _load(modules: tuple[str, ...], root: Path | None) -> list[str]:
     from tritonbench_lab.kernels import load_kernel_module
 
     project = root if root is not None else Path(".")
-    return list(dict.fromkeys(spec.name for path in modules
-                              for spec in load_kernel_module(path, project=project)))
+    defined: dict[str, str] = {}
+    for path in modules:
+        for spec in load_kernel_module(path, project=project):
+            # the later file would replace the earlier one's kernel, and rows and configs
+            # would come from whichever loaded last
+            first = defined.setdefault(spec.name, path)
+            if first != path:
+                raise TlabError(f"kernel {spec.name!r} is defined in both {first} and {path}: "
+                                f"a name is one kernel; rename one of them")
+    return list(defined)
 
 
 def known_dtypes(values: list[str] | None) -> list[str] | None:

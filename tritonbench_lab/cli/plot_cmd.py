@@ -14,7 +14,6 @@ from tritonbench_lab.cli.options import (
     GpuName,
     KernelModules,
     Kernels,
-    OldGpu,
     Root,
     known_dtypes,
     own_kernels,
@@ -43,7 +42,7 @@ def _formats(values: list[str] | None) -> tuple[str, ...]:
 
 def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
          out: Out = GENERATED, root: Root = Path("."), format: Formats = None,
-         old_gpu: OldGpu = None, kernel_module: KernelModules = None) -> None:
+         kernel_module: KernelModules = None) -> None:
     """Draw throughput-vs-size and config-landscape pictures per GPU, kernel and dtype, and
     (for a whole GPU) the regret of other GPUs' configs carried there, from stored results
     (deterministic: the same rows give the same files). Your own kernels' modules (-m, or
@@ -56,7 +55,7 @@ def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
 
     formats = _formats(format)
     skipped: list[str] = []
-    found = targets(root, gpu_name or old_gpu, split_list(kernel), known_dtypes(dtype), skipped)
+    found = targets(root, gpu_name, split_list(kernel), known_dtypes(dtype), skipped)
     console = Console()
     for note in skipped:
         console.print(note, soft_wrap=True, markup=False, highlight=False)
@@ -72,7 +71,7 @@ def plot(gpu_name: GpuName = None, kernel: Kernels = None, dtype: Dtypes = None,
 
 
 def report(gpu_name: GpuName = None, out: Out = GENERATED, root: Root = Path("."),
-           old_gpu: OldGpu = None, kernel_module: KernelModules = None) -> None:
+           kernel_module: KernelModules = None) -> None:
     """Write <out>/<gpu>/REPORT.md: winners, baselines, speed-ups and % of ceiling per
     kernel and dtype, linking the SVG pictures of `tlab plot`."""
     own_kernels(kernel_module, root)
@@ -82,7 +81,7 @@ def report(gpu_name: GpuName = None, out: Out = GENERATED, root: Root = Path("."
     from tritonbench_lab.views.series import targets
 
     skipped: list[str] = []
-    found = targets(root, gpu_name or old_gpu, skipped=skipped)
+    found = targets(root, gpu_name, skipped=skipped)
     console = Console()
     for note in skipped:
         console.print(note, soft_wrap=True, markup=False, highlight=False)

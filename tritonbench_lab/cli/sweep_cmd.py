@@ -16,7 +16,6 @@ from tritonbench_lab.cli.options import (
     Dtypes,
     Interpret,
     KernelModules,
-    OldOut,
     Root,
     complete_kernels,
     kernel_modules_of,
@@ -115,7 +114,8 @@ def sweep(
     gpus: Annotated[str | None, typer.Option(
         "--gpus", metavar="all|0,1,...",
         help="GPUs to measure on, one isolated worker each (they must be one model). In the "
-        "interpreter: that many CPU worker processes. Default: the current GPU.",
+        "interpreter, CPU worker processes stand in: one per number given (all: one per "
+        "core). Default: the current GPU.",
         show_default=False)] = None,
     backend: Annotated[str, typer.Option(
         "--backend", metavar="local|ray",
@@ -139,7 +139,8 @@ def sweep(
     jobs: Annotated[int | None, typer.Option(
         "--jobs", metavar="N", min=1,
         help="On a GPU, processes that compile the configs ahead of timing (1: each config "
-        "compiles in the timing worker when first run). Default: the CPU cores.",
+        "compiles in the timing worker when first run). Default: the CPU cores less one per "
+        "device measured on.",
         show_default=False)] = None,
     timing: Annotated[str, typer.Option(
         "--timing", metavar="auto|events|cudagraph|both",
@@ -156,7 +157,6 @@ def sweep(
         "8-35 s a shape on an H200).",
         show_default=False)] = None,
     kernel_module: KernelModules = None,
-    old_out: OldOut = None,
 ) -> None:
     """Tune KERNEL: verify and time every config over the shapes, store rows and winners
     (with --shapes-from, the shapes a program recorded, of each kernel it called).
@@ -171,7 +171,7 @@ def sweep(
         return _sweep_each_recorded(dict(locals()))
     dtype, shapes = _recorded(shapes_from, kernel, dtype, sizes, shapes)
     if interpret is not True and backend == "local" and (
-            fresh or _nothing_measured_yet(old_out or root, kernel)):
+            fresh or _nothing_measured_yet(root, kernel)):
         children.start_early()  # first: the imports below start torch; see the helper
 
     # late: `tlab --help` imports no torch
@@ -179,14 +179,14 @@ def sweep(
     from tritonbench_lab.measure.plan import build_request, check_request, parse_baselines
 
     # A user's kernel keeps the contract, checked before anything reads its shapes or costs.
-    check_user_kernels(prepare(interpret, kernel_module, old_out or root), only=[kernel])
+    check_user_kernels(prepare(interpret, kernel_module, root), only=[kernel])
     strategy, budget = parse_search(search)
     _refuse_contradictions(backend, ray_address, rep_ms, first_rep_ms, confirm, confirm_rep_ms)
     request = build_request(
         kernel, dtypes=dtype, sizes=sizes,
-        shapes=shapes, space=space, root=old_out or root, interpret=interpret, fresh=fresh,
+        shapes=shapes, space=space, root=root, interpret=interpret, fresh=fresh,
         seed=seed, timeouts=Timeouts(first_call_s=compile_timeout, measure_s=timeout),
-        kernel_modules=kernel_modules_of(kernel_module, old_out or root),
+        kernel_modules=kernel_modules_of(kernel_module, root),
         bench=_budget(rep_ms), confirm=confirm,
         confirm_bench=_budget(confirm_rep_ms) if confirm_rep_ms else None,
         search=strategy, search_budget=budget, backend=backend, ray_address=ray_address,

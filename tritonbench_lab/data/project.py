@@ -4,7 +4,8 @@
     kernel-modules = ["kernels/scaled_relu.py"]
 
 Paths are relative to the folder of the pyproject.toml. Every command that takes
-`-m/--kernel-module` loads these first (from ROOT, by default the current folder), and the
+`-m/--kernel-module` loads these first (from ROOT, by default the current folder; the
+current folder's where ROOT's lists none), and the
 runtime (`tritonbench_lab.ops.kernel`, `tuned.lookup`) finds a kernel listed in the current
 folder's without being told its module. A folder without the file, or a file without the
 table, lists none. Every mistake in the table is one TlabError line naming the file.

@@ -144,6 +144,11 @@ def _specs_of(module, path: Path) -> list[KernelSpec]:
             raise TlabError(
                 f"kernel module {str(path)!r}: name {spec.name!r} is taken by a built-in kernel"
             )
+    names = [spec.name for spec in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise TlabError(f"kernel module {str(path)!r}: SPECS names {', '.join(twice)} more than "
+                        f"once: each kernel needs a name of its own")
     return specs
 
 
