@@ -31,7 +31,7 @@ list: setup
 	$(BIN)/tlab list
 
 # The main job. On a GPU: tune bf16 matmul over 512..8192 (results/ and configs/ per GPU).
-# Without one: the same sweep in Triton's interpreter on small fp32/fp16 shapes (it says so).
+# Without one: the same sweep in Triton's interpreter on one small shape in fp32 and fp16 (it says so).
 sweep: setup
 	if $(BIN)/python -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		$(BIN)/tlab sweep matmul --dtype bf16 --sizes 512-8192; \

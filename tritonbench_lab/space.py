@@ -196,7 +196,8 @@ def load_space(space: Space, text: str, where: Where = (), limits: DeviceLimits 
         return untuned_space(space, where, limits)
     path = Path(text)
     if not path.is_file():
-        raise TlabError(f"--space {text!r}: not a preset ({', '.join(SPACE_PRESETS)}) nor a file")
+        raise TlabError(f"--space {text!r}: not a preset ({', '.join(SPACE_PRESETS)}) nor a file "
+                        f"(none there): give a preset or a JSON file")
     try:
         overrides = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:

@@ -394,7 +394,7 @@ CASES = [
          ["unknown dtype 'bf17'", "accepted are fp32, fp16, bf16"]),
     # tlab explain, tlab ops-bench, the new sweep options
     case("explain-shape-abc", ["explain", "matmul", "--shape", "abc"],
-         ["--shape 'abc'", "not sizes joined by 'x'"]),
+         ["--shape 'abc' is not sizes joined by 'x'", "give MxNxK"]),
     case("explain-shape-wrong-count", ["explain", "matmul", "--shape", "64x64"],
          ["matmul shapes have 3 sizes (MxNxK)"]),
     case("explain-unknown-gpu", ["explain", "matmul", "--shape", "64x64x64", "--root",

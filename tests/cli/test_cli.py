@@ -107,8 +107,10 @@ def test_list_shows_the_kernels_asked_for():
 
 ONE_LINE_ERRORS = [
     (["list", "--kernel-module", "does/not/exist.py"], "does not exist"),
-    (["list", "--no-such-option"], "No such option: --no-such-option Try 'tlab list --help'"),
+    (["list", "--no-such-option"], "No such option: --no-such-option. Try 'tlab list --help'"),
     (["frobnicate"], "No such command 'frobnicate'"),
+    (["sweep", "matmul", "--rep-ms", "0"], "Invalid value for '--rep-ms': "),
+    (["sweep", "matmul", "--nosuchopt"], "No such option: --nosuchopt. Try"),  # no hidden one
     (["plot", "--format", "gif"], "unknown picture format 'gif': accepted are svg, png"),
 ]
 

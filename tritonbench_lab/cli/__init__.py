@@ -120,5 +120,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(0)
         if debug or not _is_click(err, "ClickException"):
             raise
-        fail(" ".join(err.format_message().split()) + _help_hint(err))
+        message = " ".join(err.format_message().split())
+        if _help_hint(err) and not message.endswith((".", "?", "!", ")")):
+            message += "."  # the hint's sentence follows on the same line
+        fail(message + _help_hint(err))
     sys.exit(code if isinstance(code, int) else 0)

@@ -90,8 +90,10 @@ def _sizes(spec, shape: str) -> tuple[tuple[int, ...], str | None]:
     check refuses the shape (None when it takes it)."""
     try:
         sizes = shape_sizes(shape)
-    except ValueError as err:
-        raise TlabError(f"--shape {shape!r}: {err}") from None
+    except ValueError:
+        raise TlabError(f"--shape {shape!r} is not sizes joined by 'x': give "
+                        f"{'x'.join(spec.dims)}, e.g. {'x'.join(['4096'] * len(spec.dims))}"
+                        ) from None
     if len(sizes) != len(spec.dims):
         raise TlabError(f"--shape {shape!r}: {spec.name} shapes have {len(spec.dims)} sizes "
                         f"({'x'.join(spec.dims)})")

@@ -79,6 +79,8 @@ def new_kernel(
     typer.echo(f"wrote {module} (a kernel to make yours) and {test} (its test). Next:")
     for command, why in steps:
         typer.echo(f"  {command:<{width}}  # {why}")
+    typer.echo(f"Then list it in your pyproject.toml (`[tool.tlab]` kernel-modules = "
+               f"[\"{module}\"]): every command and ops.kernel find it without -m.")
 
 
 def register(app: typer.Typer) -> None:

@@ -321,7 +321,9 @@ def _files_to_check(layout: Layout, kernels: list[str] | None, gpu: str | None) 
             raise TlabError(f"no config files of {gpu!r} under {str(layout.configs)!r}{which}; "
                             f"folders with them: {', '.join(folders)}")
     if not files:
-        raise TlabError(f"no config files under {str(layout.configs)!r}{which}")
+        having = sorted({f.stem for f in layout.config_files()})
+        hint = f"; kernels with configs there: {', '.join(having)}" if kernels and having else ""
+        raise TlabError(f"no config files under {str(layout.configs)!r}{which}{hint}")
     return files
 
 

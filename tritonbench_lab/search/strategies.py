@@ -78,7 +78,7 @@ def parse_search(text: str) -> tuple[str, int | None]:
     """`--search`: 'local', 'random:64' ... -> (name, budget or None)."""
     name, sep, count = text.strip().lower().partition(":")
     accepted = (f"accepted: {', '.join(SEARCHES)}; all but exhaustive optionally with ':N', "
-                "the most configs to time per shape (e.g. local:64)")
+                "N the most configs to time per shape, at least 1 (e.g. local:64)")
     bad_count = sep and (not count.isdigit() or int(count) < 1 or name == "exhaustive")
     if name not in SEARCHES or bad_count:
         raise TlabError(f"--search {text!r}: {accepted}")
