@@ -98,7 +98,8 @@ def _tally(**kw):
 
 def test_to_a_log_each_finished_shape_is_one_plain_line_and_nothing_else(monkeypatch):
     """Output to a log or a pipe: no live bar (Rich printed only its last state, cut at 80
-    columns), one line per finished shape, as long as it needs."""
+    columns), a line when the work is planned (else silence until the first shape ends: half
+    a minute in the interpreter), then one line per finished shape, as long as it needs."""
     _fake_clock(monkeypatch, iter([10.0, 11.5, 13.2]))
     log = io.StringIO()
     progress = SweepProgress("matmul", Console(file=log, width=80))  # not a terminal
@@ -111,6 +112,7 @@ def test_to_a_log_each_finished_shape_is_one_plain_line_and_nothing_else(monkeyp
         progress.shape_finished(_tally(shape="8192x8192x8192", counts={"wrong_result": 180},
                                        winner=None))
     assert log.getvalue().splitlines() == [
+        "matmul: 1 attempt(s) to measure, 0 pruned; a line as each dtype and shape ends",
         "matmul bf16 4096x4096x4096: 180 configs: 160 ok, 20 skipped, winner BM=128 BN=256 "
         "BK=64 GM=8 w=8 s=3 0.123 ms, 3.2 s",
         "matmul bf16 8192x8192x8192: 180 configs: 180 wrong_result, no correct config, "

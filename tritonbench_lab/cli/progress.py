@@ -108,6 +108,10 @@ class SweepProgress(SweepEvents):
         self.queued_in[SWEEP] += to_measure
         self.progress.update(self.bar, total=to_measure + to_skip)
         self._refresh()
+        if not self.live and to_measure:  # a log's reader hears nothing until a shape ends
+            before = f", {already_done} measured before" if already_done else ""
+            self.say(f"{self.kernel}: {to_measure} attempt(s) to measure, {to_skip} pruned"
+                     f"{before}; a line as each dtype and shape ends")
 
     def compiling(self, done: int, total: int) -> None:
         self._refresh(description=f"{self.kernel}: compiled {done}/{total} configs in parallel")
