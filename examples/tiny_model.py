@@ -6,7 +6,7 @@ from a model to its shapes tuned:
     TLAB_CONFIG_DIR=configs python examples/tiny_model.py         # 3. run on the winners
 
 On a GPU it runs in bf16 at a width of 1024; without one, in fp32 through Triton's interpreter
-at a width of 64 (so that step 2 takes a minute, not an hour). --tokens sets the token counts
+at a width of 64 (so that step 2 takes minutes, not hours). --tokens sets the token counts
 it is called with, e.g. --tokens 1,7,128 (each count is a shape of its own).
 """
 

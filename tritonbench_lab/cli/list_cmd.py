@@ -50,6 +50,9 @@ def describe_kernels(backend: str, checked: dict[str, str] | None = None,
                      f"{kept_text} left after pruning for {limits.label}",
             "shapes": f"{'x'.join(spec.dims)}: " + ", ".join(str(s) for s in spec.default_shapes),
         }
+        if backend != "cuda":  # a sweep here runs the small shapes, not those above
+            row["shapes"] += ("; in the interpreter (here): "
+                              + ", ".join(str(s) for s in spec.small_shapes))
         if spec.name in checked:
             row["contract"] = checked[spec.name]
         rows.append(row)
