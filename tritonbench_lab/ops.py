@@ -89,7 +89,6 @@ __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear"
 # What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
 _DTYPES = {name: frozenset(get_spec(name).dtypes) for name in
            ("matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add")}
-_MATMUL_DTYPES = _DTYPES["matmul"]
 GRAD, GRAPH = "grad", "graph"
 
 
@@ -127,10 +126,13 @@ def record_shapes(path: str | os.PathLike) -> Iterator[Path]:
     to `path` (a CSV of `Called` rows, kept across runs), with how near the GPU's tuned
     shapes it is; `tlab sweep --shapes-from PATH` then tunes them. Only calls that reach the
     decision record: under autograd (an input requiring grad) ops calls the PyTorch op
-    without one, so record under torch.inference_mode()."""
+    without one, so record under torch.inference_mode(). Compiled models trace anew inside
+    the block (torch.compiler.reset()): a graph traced before holds its static shapes'
+    choices and records nothing."""
     before = recording.recording()
     recording.start(path)
     clear()  # every shape's next call decides afresh, and so records
+    torch.compiler.reset()
     try:
         yield Path(path)
     finally:
@@ -151,9 +153,8 @@ def prepare_linear(layer: torch.nn.Linear | torch.Tensor, bias: torch.Tensor | N
     weight transposed and padded once, at load time, so that an output width no tile divides
     (an LM head's vocabulary: 50257) is computed at the next multiple of `multiple` and
     returned as a view. Its weight is a copy: train the original, prepare it again."""
-    if isinstance(layer, torch.nn.Linear):
-        return PaddedLinear(layer.weight, layer.bias, multiple, matmul=matmul)
-    return PaddedLinear(layer, bias, multiple, matmul=matmul)
+    weight, bias = (layer.weight, layer.bias) if isinstance(layer, torch.nn.Linear) else (layer, bias)
+    return PaddedLinear(weight, bias, multiple, matmul=matmul)
 
 
 # --- the ops ------------------------------------------------------------------------------
@@ -166,9 +167,8 @@ def _takes(launch: Callable | None, a: torch.Tensor, b: torch.Tensor,
            out: torch.Tensor | None) -> bool:
     """Whether a bound matmul launch (matmul's or matmul_gelu's) can take these operands:
     an `out` of C's shape and dtype, and tensors a TMA config's descriptors can describe."""
-    if launch is None:
-        return False
-    if out is not None and (out.dtype != a.dtype or out.shape != (a.shape[0], b.shape[1])):
+    if launch is None or out is not None and (
+            out.dtype != a.dtype or out.shape != (a.shape[0], b.shape[1])):
         return False
     return not launch.tma or _matmul.tma_ready(a, b, *(() if out is None else (out,))) is None
 
@@ -192,7 +192,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
     sa, sb, dtype = a.shape, b.shape, a.dtype  # each read once: every read builds an object
     # operands that do not multiply (K differs) take the op's path, which raises its own error
     ours = (len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and dtype == b.dtype
-            and dtype in _MATMUL_DTYPES)
+            and dtype in _DTYPES["matmul"])
     if how is not None:
         if how == GRAPH and ours:
             return _into(out, _REGISTERED["matmul"](a, b, tuned_state()))
@@ -219,8 +219,9 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _torch_matmul_gelu(a, b, bias, approximate="none", out=None):
-    y = F.gelu(torch.addmm(bias, a, b), approximate=approximate)
-    return y if out is None else out.copy_(y)
+    # addmm takes 2-D operands only: an `a` of more dims (non-contiguous, or empty) as matmul
+    y = torch.addmm(bias, a, b) if a.dim() == b.dim() == 2 else torch.matmul(a, b) + bias
+    return _into(out, F.gelu(y, approximate=approximate))
 
 
 def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximate: str = "none",
@@ -236,7 +237,7 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
         fast = ("matmul_gelu", approximate, a.shape, b.shape, a.dtype, b.dtype, a.get_device())
         if out is None and (asks := _op_only.get(fast)) is not None and _monotonic() < (
                 _file_state[2]) and (asks is _never or not asks()):
-            return F.gelu(torch.addmm(bias, a, b), approximate=approximate)
+            return _torch_matmul_gelu(a, b, bias, approximate)
     form = _matmul_gelu.FORMS.get(approximate)
     if form is None:
         raise ValueError(f"approximate={approximate!r}: accepted are 'none' and 'tanh'")
@@ -362,7 +363,10 @@ def _torch_layernorm(x, weight, bias, eps=_layernorm.EPS):
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
               eps: float = _layernorm.EPS) -> torch.Tensor:
     """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim; a contiguous x of
-    more dims: over its rows)."""
+    more dims: over its rows). Without a weight or a bias (nn.LayerNorm(bias=False), or
+    elementwise_affine=False): the op, as tlab's kernel takes both."""
+    if weight is None or bias is None:
+        return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
     if x.dim() > 2 and x.is_contiguous() and x.numel():
         return layernorm(x.view(-1, x.shape[-1]), weight, bias, eps).view(x.shape)
     fast = None  # the fast path (above _remember)

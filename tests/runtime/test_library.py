@@ -241,3 +241,46 @@ def test_a_compile_cache_never_hands_back_a_graph_decided_on_other_configs(tmp_p
             torch.testing.assert_close(compiled(x, w, b), _block(x, w, b))
             ran.append(library.opaque_calls["layernorm"])
     assert ran == [1, 0]
+
+
+def test_layernorm_without_a_weight_or_bias_is_the_op_at_a_tuned_shape_too(tuned_layernorm):
+    """nn.LayerNorm(bias=False) and elementwise_affine=False pass None: tlab's kernel takes
+    both, so the op, eagerly and compiled; and the shape's next call with both still
+    decides (no memo of the op for it)."""
+    from tritonbench_lab.runtime import dispatch
+
+    x, w, b = _inputs()
+    for weight, bias in ((w, None), (None, b), (None, None)):
+        want = F.layer_norm(x, (COLS,), weight, bias)
+        torch.testing.assert_close(ops.layernorm(x, weight, bias), want)
+        compiled = torch.compile(ops.layernorm, fullgraph=True)
+        torch.testing.assert_close(compiled(x, weight, bias), want)
+    assert not [key for key in dispatch.op_only if key[0] == "layernorm"]
+    library.opaque_calls.clear()
+    torch.testing.assert_close(torch.compile(_block, fullgraph=True)(x, w, b), _block(x, w, b))
+    assert library.opaque_calls["layernorm"] == 1  # tlab's kernel's node, as tuned
+
+
+def test_recording_around_a_model_compiled_before_records_its_shapes(tmp_path, monkeypatch):
+    """A graph traced before the block holds its static shapes' choices (untuned here: the op,
+    fused, calling nothing of ops): record_shapes makes compiled models trace anew, so they
+    record."""
+    from tritonbench_lab.data.records import Called
+    from tritonbench_lab.data.store import read_table
+    from tritonbench_lab.runtime import recording
+
+    def block(x):
+        return ops.add(ops.softmax(x), x)
+
+    x = _inputs()[0]
+    path = tmp_path / "calls.csv"
+    with ops_reading(monkeypatch, tmp_path, recheck=False):
+        compiled = torch.compile(block, fullgraph=True, dynamic=False)
+        want = compiled(x)
+        try:
+            with ops.record_shapes(path):
+                torch.testing.assert_close(compiled(x), want)
+        finally:
+            recording.stop()
+    assert [(r.kernel, r.shape) for r in read_table(path, Called)] == [
+        ("softmax", f"{ROWS}x{COLS}"), ("add", str(ROWS * COLS))]

@@ -349,6 +349,13 @@ def test_activations_of_more_dims_run_as_their_rows(configs, device):
             assert ops.bound_launch(kernel, x.dtype, sizes, x.get_device()) is not None, kernel
         strided = x.transpose(0, 1)
         torch.testing.assert_close(ops.softmax(strided), torch.softmax(strided, -1))
+        # matmul_gelu's op is torch.addmm, 2-D only: a strided or empty `a` of more dims was
+        # a RuntimeError ("mat1 must be a matrix"), eagerly and (again) on the fast path
+        bias = torch.randn(64, generator=gen, device=device)
+        for a in (strided, x[:, :0]):
+            for _ in range(2):
+                torch.testing.assert_close(ops.matmul_gelu(a, m, bias), F.gelu(a @ m + bias),
+                                           rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("call, phrase", [

@@ -124,6 +124,17 @@ def test_a_shape_the_kernel_refuses_is_recorded_as_refused_and_not_swept(tmp_pat
     assert recording.recorded_shapes(path, "layernorm") == (["fp32"], ["2x64"], 1)
 
 
+def test_an_empty_call_is_not_recorded(tmp_path):
+    """A batch of no rows (a server's idle step): nothing to tune, and a size 0 is no shape
+    `tlab sweep --shapes-from` reads (the whole file was refused)."""
+    path = tmp_path / "calls.csv"
+    with ops.record_shapes(path):
+        ops.softmax(random(0, 96))
+        ops.softmax(random(2, 96))
+    assert calls(path) == [("softmax", "fp32", "2x96", UNTUNED)]
+    assert recording.recorded_shapes(path, "softmax") == (["fp32"], ["2x96"], 0)
+
+
 def test_the_environment_variable_records_from_the_first_call(tmp_path):
     path = tmp_path / "calls.csv"
     program = ("import torch\nfrom tritonbench_lab import ops\n"

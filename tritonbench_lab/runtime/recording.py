@@ -64,7 +64,8 @@ def recording() -> Path | None:
 def note(kernel: str, dtype: str, shape: str, gpu: str, tuned: str, provider: str) -> None:
     """A decision was made for a first call: append it where recording is on."""
     path = _file[0]
-    if path is None:
+    # an empty call (a batch of no rows): nothing to tune, and a size 0 is no stored shape
+    if path is None or "0" in shape.split("x"):
         return
     key = (kernel, dtype, shape, gpu)
     if _seen.get(key) == (tuned, provider):
