@@ -6,8 +6,10 @@ from a model to its shapes tuned:
     TLAB_CONFIG_DIR=configs python examples/tiny_model.py         # 3. run on the winners
 
 On a GPU it runs in bf16 at a width of 1024; without one, in fp32 through Triton's interpreter
-at a width of 64 (so that step 2 takes minutes, not hours). --tokens sets the token counts
-it is called with, e.g. --tokens 1,7,128 (each count is a shape of its own).
+at a width of 64 (so that step 2 takes minutes, not hours); there the CPU's op beats the
+interpreter at every shape, so step 3 runs the op as step 1 did (`tlab explain KERNEL --shape
+S --gpu-name interpreter` says so): the path is shown, not a speed-up. --tokens sets the token
+counts it is called with, e.g. --tokens 1,7,128 (each count is a shape of its own).
 """
 
 from __future__ import annotations
