@@ -183,6 +183,20 @@ def test_a_call_missing_an_input_names_the_inputs_the_kernel_takes(project):
         axpy(x=x)
 
 
+def test_a_misspelt_input_is_refused_naming_what_the_kernel_takes(project):
+    """An input of a name the kernel never reads was ignored: a misspelling went unnoticed."""
+    path = _kernel_module(project, "axpy_extra")
+    axpy = ops.kernel("axpy_extra", module=path)
+    x, y = _inputs(1000)
+    for call in (lambda: axpy(x=x, y=y, z=x),
+                 lambda: torch.compile(lambda x, y: axpy(x=x, y=y, z=x), fullgraph=True,
+                                       backend="eager")(x, y)):
+        with pytest.raises(Exception, match=r"axpy_extra takes x, y .* as keywords; "
+                                            r"unknown: z"):
+            call()
+    torch.testing.assert_close(axpy(x=x, y=y, n=1000), axpy(x=x, y=y))  # a dim by name
+
+
 # --- under torch.compile --------------------------------------------------------------------
 
 def _opaque(calls: set[str], name: str) -> set[str]:
@@ -361,7 +375,7 @@ def test_a_call_missing_an_input_under_compile_names_the_inputs_the_kernel_takes
     torch._dynamo.reset()
     with pytest.raises(Exception, match=r"axpy_missing_traced takes x, y \(as make_inputs names "
                                         r"them\); missing: y"):
-        torch.compile(lambda x: axpy(x=x, yy=x), fullgraph=True, backend="eager")(x)
+        torch.compile(lambda x: axpy(x=x), fullgraph=True, backend="eager")(x)
 
 
 def test_under_vmap_the_op_runs(project):

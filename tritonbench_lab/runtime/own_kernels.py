@@ -65,6 +65,7 @@ class TunedKernel:
     def __init__(self, spec, configs: Path | None = None):
         self.spec, self.configs, self.__name__ = spec, configs, spec.name
         self._op = spec.baselines[TORCH_OP]
+        self._accepted = self._names_taken()
         # the folder its decisions read, named in the compiled graph (tuned_state): a
         # compile cache never hands back a graph decided on other configs
         self._folder = str(configs or config_dir(spec.name))
@@ -84,6 +85,8 @@ class TunedKernel:
             raise TlabError(f"{self.spec.name} takes its inputs by name (f(x=...), or a dict "
                             f"f({{'x': ...}})), got a {type(inputs).__name__} by position")
         inputs = {**inputs, **named} if inputs else named
+        if self._accepted is not None and not inputs.keys() <= self._accepted:
+            raise self._unknown(inputs)  # a misspelt name would pass unread
         try:
             return self._in_graph(inputs) if _compiling() else self._eager(inputs)
         except KeyError as err:  # an input the kernel reads is missing: say which it takes
@@ -97,6 +100,21 @@ class TunedKernel:
             return None
         return TlabError(f"{self.spec.name} takes {', '.join(taken)} (as make_inputs names "
                          f"them); missing: {', '.join(missing)}")
+
+    def _names_taken(self) -> frozenset | None:
+        """The names a call may give: make_inputs' and the dims (sizes as keywords); None
+        where make_inputs cannot run on the CPU, so nothing is refused."""
+        try:
+            self._names = self.input_names()  # kept: make_inputs cannot run in a traced call
+        except Exception:  # the user's make_inputs: a GPU-only dtype, say
+            return None
+        return frozenset(self._names) | frozenset(self.spec.dims)
+
+    def _unknown(self, inputs: dict) -> TlabError:
+        unknown = sorted(inputs.keys() - self._accepted)
+        return TlabError(f"{self.spec.name} takes {', '.join(self._names)} (as "
+                         f"make_inputs names them) and its sizes {', '.join(self.spec.dims)} "
+                         f"as keywords; unknown: {', '.join(unknown)}")
 
     def _eager(self, inputs: dict):
         """A call run now: tlab's kernel where plan says so, else the PyTorch op."""
