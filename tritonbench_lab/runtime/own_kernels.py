@@ -111,7 +111,7 @@ class TunedKernel:
         return frozenset(self._names) | frozenset(self.spec.dims)
 
     def _unknown(self, inputs: dict) -> TlabError:
-        unknown = sorted(inputs.keys() - self._accepted)
+        unknown = [n for n in inputs if n not in self._accepted]  # dynamo traces no set ops
         return TlabError(f"{self.spec.name} takes {', '.join(self._names)} (as "
                          f"make_inputs names them) and its sizes {', '.join(self.spec.dims)} "
                          f"as keywords; unknown: {', '.join(unknown)}")
