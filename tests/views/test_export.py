@@ -3,6 +3,8 @@ vLLM's config files, JSON), and the one-line errors of an untuned or unknown ker
 
 import importlib.util
 
+import pytest
+import torch
 from helpers.commands import tlab
 from helpers.paths import REPO
 
@@ -27,6 +29,9 @@ def test_export_autotune_module_imports_and_holds_triton_configs(tmp_path):
     assert first.num_warps in (4, 8) and first.num_stages in (3, 4, 5)
     assert module.configs_for("no-such-gpu") == []
     assert module.KEY == ["M", "N", "K"]  # matmul_kernel's size arguments
+    if not torch.cuda.is_available():  # the current GPU asked for, and none: say so
+        with pytest.raises(RuntimeError, match="CUDA sees none: name one of .*'nvidia-h200'"):
+            module.configs_for()
 
 
 def test_export_vllm_layout_is_a_file_per_fixed_sizes_keyed_by_the_varying_one(tmp_path):
