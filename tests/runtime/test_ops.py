@@ -368,6 +368,26 @@ def test_explain_refuses_what_it_cannot_answer(call, phrase):
         ops.explain(*call)
 
 
+def test_without_a_gpu_or_the_interpreter_explain_says_the_op_as_ops_runs_it(configs,
+                                                                              monkeypatch):
+    """CPU tensors without TRITON_INTERPRET run the op (dispatch._choose); explain answered
+    from the interpreter's configs that tlab's kernel would run."""
+    if not INTERPRETING:
+        pytest.skip("a machine without a GPU")
+    write_winners(configs / SLUG / "softmax.csv", [
+        winner("32x96", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1", kernel="softmax", dtype="fp32",
+               op_p50_ms=2.0)])
+    tuned.clear_cache()
+    assert ops.explain("softmax", "fp32", "32x96").provider == "triton"
+    monkeypatch.setattr(dispatch, "triton_interpreting", lambda: False)
+    choice = ops.explain("softmax", "fp32", "32x96")
+    assert choice.provider == "torch" and "Triton's interpreter is off" in choice.reason
+    ops.clear()
+    x = torch.randn(32, 96)
+    torch.testing.assert_close(ops.softmax(x), torch.softmax(x, -1))
+    assert ops.bound_launch("softmax", torch.float32, (32, 96), -1) is None  # as it says
+
+
 def test_in_the_interpreter_a_dtype_it_computes_wrong_takes_the_op(configs):
     """bf16 matmul rows (from a GPU's file copied here, say) never run in the interpreter,
     whose tl.dot returns garbage for bf16 (triton-lang/triton#11584): the op answers there."""

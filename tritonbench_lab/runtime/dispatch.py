@@ -278,6 +278,10 @@ def explain(kernel: str, dtype, shape: str | int | tuple[int, ...] | dict | Shap
     sizes = _sizes_of(kernel, shape)
     spec.shape(*sizes)  # the right number of sizes
     check_dtype(kernel, dtype)
+    if gpu is None and not triton_interpreting() and not torch.cuda.is_available():
+        return Choice(kernel, dtype_key(dtype), shape_text(sizes), TORCH_OP, None, None, None,
+                      "no GPU, and Triton's interpreter is off (TRITON_INTERPRET=1 turns it "
+                      "on): ops calls the PyTorch op for CPU tensors", tuned=ON_CPU)
     return decide(kernel, dtype, sizes, gpu=gpu, directory=directory)
 
 
