@@ -805,3 +805,20 @@ def test_matmul_gelu_and_rope_take_the_fast_path_once_the_op_is_known(
         monkeypatch.setattr(ops, "plan", lambda *args: planned.append(args))
         torch.testing.assert_close(call(), expected())
         assert planned == []
+
+
+def test_a_project_root_given_for_its_configs_folder_is_named(configs, monkeypatch):
+    """TLAB_CONFIG_DIR=root (not root/configs): nothing tuned there, and the reason says
+    where the configs are."""
+    import shutil
+
+    root = configs / "project"
+    shutil.copytree(configs / SLUG, root / "configs" / SLUG)
+    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(root))
+    tuned.clear_cache()
+    choice = ops.explain("matmul", "fp32", "1024x1024x1024")
+    assert choice.provider == "torch"
+    assert f"{root / 'configs'} holds configs: name that folder" in choice.reason
+    monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(root / "configs"))
+    tuned.clear_cache()
+    assert ops.explain("matmul", "fp32", "1024x1024x1024").provider == "triton"

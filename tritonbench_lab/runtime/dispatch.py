@@ -191,9 +191,12 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                       f"(nearest: {found.passed_over})")
     if row is None:
         klass = "/".join(map(str, alignment_class(sizes)))
+        # a project's root given for its configs folder (TLAB_CONFIG_DIR=root, not root/configs)
+        inner = found.path.parent.parent / "configs"
+        hint = f"; {inner} holds configs: name that folder" if inner.is_dir() else ""
         return Choice(kernel, name, shape, TORCH_OP, None, None, None,
                       f"no {name} shape of alignment class {klass} (each size divisible by "
-                      f"16 / 8 / neither) tuned in {found.path.parent.name}")
+                      f"16 / 8 / neither) tuned in {found.path.parent.name}{hint}")
     if row.op_p50_ms is None:
         return Choice(kernel, name, shape, TORCH_OP, None, row.shape, None,
                       f"the PyTorch op was not timed at {row.shape}",
