@@ -165,7 +165,8 @@ case "$plan" in
   portability)  # the H100's winners timed on an H200: one step per kernel (the matmul family
     # first), so that a call short of device time starts the steps that fit; each estimate
     # from the pairs it times (the H200's winners on the H100: 4 s a matmul pair, 2.7 s a
-    # row-kernel pair)
+    # row-kernel pair). A kernel with rows in the committed results is done (a new checkout
+    # has no logs/done/).
     [ "$slug" = nvidia-h200 ] || { echo "portability skipped: it needs an H200, this is $slug"; continue; }
     while read -r kernel estimate; do
       STEPS+=("portability-of-h100-$kernel|$estimate|portability nvidia-h100-80gb-hbm3 --kernel $kernel")
@@ -175,7 +176,9 @@ def shapes(gpu, kernel):
     with open(f"configs/{gpu}/{kernel}.csv") as f:
         return {(r["dtype"], r["shape"]) for r in csv.DictReader(f)}
 kernels = sorted(p.stem for p in pathlib.Path("configs/nvidia-h100-80gb-hbm3").glob("*.csv"))
-for k in sorted(kernels, key=lambda k: not k.startswith("matmul")):
+timed = pathlib.Path("results/nvidia-h200/portability/nvidia-h100-80gb-hbm3.csv")
+done = {r["kernel"] for r in csv.DictReader(timed.open())} if timed.is_file() else set()
+for k in sorted(set(kernels) - done, key=lambda k: (not k.startswith("matmul"), k)):
     mine = pathlib.Path(f"configs/nvidia-h200/{k}.csv")
     n = len(shapes("nvidia-h100-80gb-hbm3", k) & shapes("nvidia-h200", k)) if mine.is_file() else 0
     print(k, round(10 + (4 if k.startswith("matmul") else 2.7) * n))
