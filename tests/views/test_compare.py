@@ -119,6 +119,37 @@ def test_portability_both_ways(gpus):
     assert "8000x8000x8000" not in a_on_b.index and "500x500x500" not in b_on_a.index
 
 
+def test_portability_rows_timed_side_by_side_come_first(gpus, tmp_path):
+    """`tlab portability`'s rows on B, where they time the winners standing now, replace B's
+    sweep rows (which failed A's config at S4: an out-of-memory of concurrent workers, say);
+    a row whose native winner has changed since is stale, and the sweep rows answer."""
+    import shutil
+
+    from tritonbench_lab.data.portability import portability_file
+    from tritonbench_lab.data.records import Carried
+
+    a, b = (shutil.copytree(g, tmp_path / "results" / g.name) for g in gpus)
+    wins_a = cmp.winners_frame(a, "matmul", "bf16").set_index("shape")["winner_config"]
+    wins_b = cmp.winners_frame(b, "matmul", "bf16").set_index("shape")["winner_config"]
+
+    def carried(shape, native, carried_ms, native_ms):
+        return Carried(
+            kernel="matmul", dtype="bf16", shape=shape, from_gpu="fixture-a",
+            carried_config=wins_a[shape], native_config=native, status=OK,
+            carried_ms=carried_ms, native_ms=native_ms, op_ms=1.0, rounds=3, gpu="test",
+            gpu_slug="fixture-b", capability="9.0", torch="test", triton="test",
+            tlab="test", source="TEST DATA", run_id="r", timestamp="2025-01-02T00:00:00+00:00")
+
+    append_rows(portability_file(tmp_path / "results", "fixture-b", "fixture-a"), [
+        carried(S4, wins_b[S4], 2.0, 1.6),  # measured ok where the sweep failed it
+        carried(S1, "BLOCK_M=16 num_warps=1", 9.0, 1.0)])  # another native winner then
+    a_on_b = cmp.portability(a, b, "matmul", "bf16").set_index("shape")
+    assert a_on_b.loc[S4, "runs_at_pct"] == pytest.approx(80)  # 1.6 ms / 2.0 ms
+    assert a_on_b.loc[S4, "source"] == cmp.MEASURED
+    assert a_on_b.loc[S1, "runs_at_pct"] == pytest.approx(100)  # the sweep's, not 1/9
+    assert a_on_b.loc[S1, "source"] == a_on_b.loc[S2, "source"] == cmp.SWEPT
+
+
 def test_partial_overlap_is_noted_and_pictures_are_written(gpus, tmp_path):
     comparisons, notes = cmp.compare(list(gpus))
     (only,) = comparisons

@@ -95,11 +95,14 @@ def _distinct_folders(targets: list[str], root: Path) -> list[Path]:
 
 
 def comparison_table(comparison) -> Table:
+    from tritonbench_lab.views.compare import SWEPT  # late: `tlab --help` imports no pandas
+
     frame, moves = comparison.frame, comparison.portability
     metric = frame["metric"].iloc[0]
     table = Table(title=f"{comparison.kernel} {comparison.dtype}: tuned Triton winner per "
                   "shape and GPU", caption="its config elsewhere: this winner config run on "
-                  "another GPU, as % of that GPU's own best there")
+                  "another GPU, as % of that GPU's own best there: timed beside it by `tlab "
+                  "portability`, or (~) from that GPU's sweep rows")
     for column in ("shape", "gpu", metric, "% own ceiling", "winner config",
                    "its config elsewhere"):
         # Numbers never wrap; on a narrow terminal the text columns fold instead.
@@ -110,8 +113,9 @@ def comparison_table(comparison) -> Table:
     for (_, row), end in zip(frame.iterrows(), last_of_shape, strict=True):
         mine = moves[(moves["shape"] == row["shape"]) & (moves["config_from"] == row["gpu"])]
         elsewhere = "; ".join(
-            f"{m['runs_at_pct']:.0f}% on {m['config_on']}" if not math.isnan(m["runs_at_pct"])
-            else f"{m['status_on_target'].replace('_', ' ')} on {m['config_on']}"
+            ("~" if m["source"] == SWEPT else "")
+            + (f"{m['runs_at_pct']:.0f}% on {m['config_on']}" if not math.isnan(m["runs_at_pct"])
+               else f"{m['status_on_target'].replace('_', ' ')} on {m['config_on']}")
             for _, m in mine.iterrows())
         pct = row["pct_ceiling"]
         table.add_row(row["shape"], row["gpu"], f"{row['throughput']:.4g}",
@@ -123,6 +127,8 @@ def comparison_table(comparison) -> Table:
 
 def portability_summary(comparison) -> list[str]:
     """One line per ordered GPU pair: how far one GPU's winners get on the other."""
+    from tritonbench_lab.views.compare import SWEPT  # late: `tlab --help` imports no pandas
+
     lines = []
     for (source, target), rows in comparison.portability.groupby(["config_from", "config_on"],
                                                                  sort=False):
@@ -132,8 +138,13 @@ def portability_summary(comparison) -> list[str]:
             continue
         low, high = f"{timed.min():.0f}%", f"{timed.max():.0f}%"
         spread = low if low == high else f"{low} to {high} (median {timed.median():.0f}%)"
+        swept = int((rows["source"] == SWEPT).sum())
+        how = ("timed side by side by `tlab portability`" if not swept else
+               f"from {target}'s sweep rows: not timed side by side" if swept == len(rows) else
+               f"{swept} from {target}'s sweep rows, the rest timed side by side by "
+               "`tlab portability`")
         lines.append(f"{source}'s winner configs run on {target} at {spread} of {target}'s "
-                     f"best, over {len(timed)} of {len(rows)} shared shapes.")
+                     f"best, over {len(timed)} of {len(rows)} shared shapes ({how}).")
     return lines
 
 

@@ -1,9 +1,9 @@
 """One kernel's tuned winners across GPUs: throughput per shape, share of each GPU's own
 ceiling, and config portability (how well one GPU's winning config does on another).
 
-Reads results folders only (results/<gpu-slug>/<kernel>.csv and the ceilings.csv beside
-them), and takes each GPU's winners from the one winner rule (winners.py): no torch, no
-triton, so comparisons run anywhere.
+Reads results folders only (results/<gpu-slug>/<kernel>.csv, the ceilings.csv beside them
+and the portability/ folder of `tlab portability`'s rows), and takes each GPU's winners from
+the one winner rule (winners.py): no torch, no triton, so comparisons run anywhere.
 """
 
 from __future__ import annotations
@@ -21,8 +21,15 @@ import pandas as pd  # noqa: E402
 
 from tritonbench_lab.data.ceilings import ceiling_for, ceilings_in_force, traffic_of  # noqa: E402
 from tritonbench_lab.data.layout import ceilings_in, kernel_file, kernels_in  # noqa: E402
-from tritonbench_lab.data.records import OK, Record, Winner, parse_config_text  # noqa: E402
-from tritonbench_lab.data.store import load_records  # noqa: E402
+from tritonbench_lab.data.portability import portability_file, standing  # noqa: E402
+from tritonbench_lab.data.records import (  # noqa: E402
+    OK,
+    Carried,
+    Record,
+    Winner,
+    parse_config_text,
+)
+from tritonbench_lab.data.store import load_records, read_table  # noqa: E402
 from tritonbench_lab.data.winners import pick_winners, shape_results  # noqa: E402
 from tritonbench_lab.errors import TlabError  # noqa: E402
 from tritonbench_lab.shapes import shape_sizes  # noqa: E402
@@ -33,7 +40,11 @@ WINNER_COLUMNS = ["shape", "throughput", "metric", "p50_ms", "pct_ceiling", "cei
                   "ceiling_value", "winner_config"]
 COMPARE_COLUMNS = ["gpu", "shape", "x", *WINNER_COLUMNS[1:]]
 PORTABILITY_COLUMNS = ["shape", "config_from", "config_on", "config", "runs_at_pct",
-                       "status_on_target"]
+                       "status_on_target", "source"]
+# where a runs_at_pct comes from: `tlab portability`'s timing of the two winners side by side
+# in fresh workers, else the target's sweep rows with that config (timed in its sweep, where
+# concurrent workers may have failed it: an out-of-memory is no property of the config)
+MEASURED, SWEPT = "portability", "sweep"
 NOT_MEASURED = "not measured"
 MARKERS = ["o", "s", "^", "D", "v"]
 
@@ -136,24 +147,47 @@ def _config_on(records: list[Record], dtype: str, shape: str, config: str
 
 def portability(folder_a: Path, folder_b: Path, kernel: str, dtype: str) -> pd.DataFrame:
     """For each shape both GPUs have a winner at: A's winner config run on B, as a share of
-    B's best there: 100 * B winner's p50 / p50 of B's row with A's config ("A's config runs
-    at X% of B's best on B"). NaN when B has no ok row with that config (status_on_target:
-    that row's status, or 'not measured')."""
+    B's best there ("A's config runs at X% of B's best on B"). From `tlab portability`'s rows
+    on B where they time these two winners (100 * native / carried time), else from B's sweep
+    rows: 100 * B winner's p50 / p50 of B's row with A's config. NaN when neither has an ok
+    time (status_on_target: the row's status, or 'not measured')."""
     label_a, label_b = gpu_labels([folder_a, folder_b])
     wins_a = winners_frame(folder_a, kernel, dtype)
     wins_b = winners_frame(folder_b, kernel, dtype)
     best_on_b = dict(zip(wins_b["shape"], wins_b["p50_ms"], strict=True))
+    native = dict(zip(wins_b["shape"], wins_b["winner_config"], strict=True))
+    measured = _measured(folder_b, folder_a.name, kernel, dtype)
     records_b = [r for r in _load(folder_b, kernel) if r.dtype == dtype]
     rows = []
     for shape, config in zip(wins_a["shape"], wins_a["winner_config"], strict=True):
         if shape not in best_on_b:
             continue
-        p50, status = _config_on(records_b, dtype, shape, config)
+        row = measured.get(shape)
+        if row is not None and _same(row.carried_config, config) and _same(
+                row.native_config, native[shape]):  # the winners standing now, side by side
+            ok = row.status == OK and row.carried_ms and row.native_ms
+            pct = 100 * row.native_ms / row.carried_ms if ok else math.nan
+            status, source = row.status, MEASURED
+        else:
+            p50, status = _config_on(records_b, dtype, shape, config)
+            pct, source = (100 * best_on_b[shape] / p50 if p50 else math.nan), SWEPT
         rows.append({"shape": shape, "config_from": label_a, "config_on": label_b,
-                     "config": config,
-                     "runs_at_pct": 100 * best_on_b[shape] / p50 if p50 else math.nan,
-                     "status_on_target": status})
+                     "config": config, "runs_at_pct": pct, "status_on_target": status,
+                     "source": source})
     return pd.DataFrame(rows, columns=PORTABILITY_COLUMNS)
+
+
+def _measured(folder: Path, from_slug: str, kernel: str, dtype: str) -> dict[str, Carried]:
+    """`tlab portability`'s standing rows on the GPU of `folder` for another's winners."""
+    path = portability_file(folder.parent, folder.name, from_slug)
+    if not path.is_file():
+        return {}
+    return {r.shape: r for r in standing(read_table(path, Carried))
+            if (r.kernel, r.dtype) == (kernel, dtype)}
+
+
+def _same(config_a: str, config_b: str) -> bool:
+    return parse_config_text(config_a) == parse_config_text(config_b)  # any parameter order
 
 
 def compare(folders: list[Path], kernel: list[str] | None = None,
