@@ -36,8 +36,10 @@ def picture_stem(out: Path, slug: str, from_gpu: str) -> Path:
     return Path(out) / slug / f"portability-{from_gpu}"
 
 
-def section(slug: str, from_gpu: str, rows: list[Carried], picture: str) -> str:
-    """REPORT.md's section on FROM's configs here: a line per kernel and dtype."""
+def section(slug: str, from_gpu: str, rows: list[Carried], picture: str,
+            not_measured: list[str] = ()) -> str:
+    """REPORT.md's section on FROM's configs here: a line per kernel and dtype, and the
+    kernels both GPUs have winners of that `tlab portability` has not timed here yet."""
     out = [f"### {from_gpu}'s configs on {slug}", "",
            f"Each of {from_gpu}'s winners timed here beside this GPU's own winner at the same "
            f"shape, in fresh workers (`tlab portability {from_gpu}`); regret: the carried "
@@ -57,6 +59,8 @@ def section(slug: str, from_gpu: str, rows: list[Carried], picture: str) -> str:
         failed = f" ({t.failed} failed)" if t.failed else ""
         out.append(f"| {t.kernel} | {t.dtype} | {t.shapes}{failed} | {same[t.kernel, t.dtype]} "
                    f"| {median} | {worst} | {t.worst_shape} | {'yes' if t.trusted else 'no'} |")
+    if not_measured:
+        out += ["", f"Not measured yet (both GPUs have winners): {', '.join(not_measured)}."]
     return "\n".join(out + [""])
 
 
@@ -93,5 +97,14 @@ def draw_all(folder: Path, slug: str, out: Path, formats: tuple[str, ...] = ("sv
 
 def sections(folder: Path, slug: str, picture_format: str = "svg") -> list[str]:
     return [section(slug, from_gpu, rows,
-                    f"{picture_stem(Path(), slug, from_gpu).name}.{picture_format}")
+                    f"{picture_stem(Path(), slug, from_gpu).name}.{picture_format}",
+                    _not_measured(folder, slug, from_gpu, rows))
             for from_gpu, rows in carried_rows(folder).items()]
+
+
+def _not_measured(folder: Path, slug: str, from_gpu: str, rows: list[Carried]) -> list[str]:
+    """The kernels with winners files of both GPUs (the configs/ beside results/) of which
+    no row was carried here."""
+    configs = Path(folder).parent.parent / "configs"
+    kernels = [{p.stem for p in (configs / gpu).glob("*.csv")} for gpu in (slug, from_gpu)]
+    return sorted(kernels[0] & kernels[1] - {r.kernel for r in rows})
