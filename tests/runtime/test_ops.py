@@ -128,6 +128,9 @@ def test_decide_needs_the_near_margin_on_eager_times_too(configs):
      "(200 us)"),
     # the same kernel launched in 100 us: hidden under its GPU time, in every graph
     ("matmul", (0.200, 0.260, 0.250, 0.100, 0.020), ("triton",) * 4, "inside torch.compile 1.25x"),
+    # just under FUSED_MARGIN (1.0978x): rounded to two decimals it read "1.10x (needs 1.10x)"
+    ("matmul", (0.200, 0.260, 0.21956, 0.100, 0.020), ("triton", "triton", "torch", "torch"),
+     "inside torch.compile 1.098x the fastest baseline timed (torch.compile's) (needs 1.10x)"),
 ])
 def test_decide_inside_a_compiled_graph(configs, kernel, times, expected, phrase):
     """Inside torch.compile the kernel stands against the faster of the op and its compiled

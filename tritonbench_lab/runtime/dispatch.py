@@ -267,7 +267,10 @@ def _compiled_rule(speedup: float, baseline: float | None, exact: bool, best: st
     what = ("the PyTorch op" if baseline is None else
             f"the fastest baseline timed{named.get(best, f' ({best})')}")
     verdict = "" if fused else ": the op there, for Inductor to compile"
-    return fused, f"; inside torch.compile {_x(against)} {what} (needs {need}){verdict}"
+    shown = _x(against)
+    if shown == need:  # 1.0978x read as "1.10x (needs 1.10x): the op": three decimals say why
+        shown = f"{against:.3f}x"
+    return fused, f"; inside torch.compile {shown} {what} (needs {need}){verdict}"
 
 
 def explain(kernel: str, dtype, shape: str | int | tuple[int, ...] | dict | Shape, *,
