@@ -367,10 +367,11 @@ def ratios_markdown(ratios: pd.DataFrame, labels: list[str]) -> str:
            f"Per kernel and dtype: {a}'s tuned winners' throughput over {b}'s (geomean over the "
            "shapes both tuned), beside the same ratio of the two GPUs' own measured ceilings at "
            "those shapes (`tlab calibrate`: the copy of the same bytes for GB/s kernels, "
-           "torch.matmul for TFLOP/s ones). A kernel within "
-           f"{FOLLOWS:.0%} of its ceilings' ratio follows its ceiling. Built by `tlab compare`.",
-           "", "| kernel | dtype | shapes | speed ratio | ceiling | ceiling ratio | verdict |",
-           "|---|---|---|---|---|---|---|"]
+           "torch.matmul's calibrated size for TFLOP/s ones). A kernel within "
+           f"{FOLLOWS:.0%} of its ceilings' ratio follows its ceiling; else the verdict gives "
+           "the speed ratio over the ceilings' ratio. Built by `tlab compare`.",
+           "", f"| kernel | dtype | shapes | speed ratio ({a} / {b}) | ceiling | ceiling ratio "
+           f"({a} / {b}) | verdict |", "|---|---|---|---|---|---|---|"]
     for _, r in ratios.iterrows():
         ceiling = "-" if math.isnan(r["ceiling_ratio"]) else f"{r['ceiling_ratio']:.2f}"
         out.append(f"| {r['kernel']} | {r['dtype']} | {r['shapes']} | {r['ratio']:.2f} | "
