@@ -197,6 +197,14 @@ def test_cli_prints_the_table_and_the_picture_path(gpus, tmp_path):
     assert "No ceilings for fixture-b" in out
     assert (tmp_path / "compare" / "matmul-bf16-fixture-a-vs-fixture-b.svg").is_file()
     assert f"picture: {tmp_path / 'compare'}" in out
+    # to a pipe of 80 columns: the Markdown's rows and the summary lines stay whole
+    narrow = tlab("compare", str(a), str(b), "--out", str(tmp_path), env={"COLUMNS": "80"})
+    table = (tmp_path / "compare" / "fixture-a-vs-fixture-b.md").read_text().splitlines()
+    rows = [line for line in table if line.startswith("| matmul")]
+    assert rows and all(row in narrow.stdout.splitlines() for row in rows)
+    assert any(line.startswith("fixture-a's winner configs run on fixture-b at") and
+               line.endswith("shared shapes (from fixture-b's sweep rows: not timed side by "
+                             "side).") for line in narrow.stdout.splitlines())
 
 
 @pytest.mark.parametrize("args, phrase", [

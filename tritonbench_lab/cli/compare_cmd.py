@@ -59,7 +59,7 @@ def compare(
                           f"not on every GPU, left out: {escape(gpu)} has {', '.join(shapes)}")
         print_table(console, comparison_table(comparison))
         for line in portability_summary(comparison):
-            console.print(line)
+            console.print(line, soft_wrap=True)
         uncalibrated = [g for g, rows in comparison.frame.groupby("gpu", sort=False)
                         if rows["pct_ceiling"].isna().all()]
         if uncalibrated:
@@ -73,7 +73,8 @@ def compare(
     if comparisons:
         labels = gpu_labels(folders)
         text = ratios_markdown(speed_ratios(comparisons, folders), labels)
-        console.print(text, markup=False, highlight=False)
+        # Markdown rows must stay whole (a pipe's 80 columns cut them)
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
         path = Path(out) / "compare" / f"{labels[0]}-vs-{labels[1]}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
