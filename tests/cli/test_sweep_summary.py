@@ -95,7 +95,7 @@ def test_a_built_in_kernel_swept_elsewhere_is_told_how_code_reads_its_winners(tm
 
 def test_a_ratio_far_below_one_keeps_its_digits():
     """The interpreter's ratios to torch are far below 0.01: '0.00x' would say nothing."""
-    from tritonbench_lab.cli.sweep_summary import _ratio
+    from tritonbench_lab.runtime.dispatch import ratio_text  # the summary's cells and reasons
 
-    assert _ratio(1.2345) == "1.23x" and _ratio(0.05) == "0.05x"
-    assert _ratio(0.000123) == "0.00012x"
+    assert ratio_text(1.2345) == "1.23x" and ratio_text(0.05) == "0.05x"
+    assert ratio_text(0.000123) == "0.00012x"

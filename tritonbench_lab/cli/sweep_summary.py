@@ -119,15 +119,11 @@ def _summary_table(request, ceilings: bool, eager: bool) -> Table:
     return table
 
 
-def _ratio(value: float) -> str:
-    # two decimals, but never 0.00x: the interpreter's ratios are far below 0.01
-    return f"{value:.2f}x" if value >= 0.01 else f"{value:.2g}x"
-
-
 def _summary_row(w, found, request, ceilings, eager: bool) -> list[str]:
     """One winner's cells, in _summary_table's columns."""
     # late: `tlab --help` imports no torch
     from tritonbench_lab.ops import eager_speedup
+    from tritonbench_lab.runtime.dispatch import ratio_text
 
     metric = request.spec.metric
     cells = []
@@ -138,7 +134,7 @@ def _summary_row(w, found, request, ceilings, eager: bool) -> list[str]:
     ceiling = ceiling_for(metric, w.dtype, ceilings, traffic_of(w.throughput, w.p50_ms, metric))
     row = [w.dtype, w.shape, config_short(parse_config_text(w.config)),
            f"{w.throughput:.4g}", *cells,
-           f"{_ratio(w.speedup)} {w.best_baseline}" if w.speedup else "-"]
+           f"{ratio_text(w.speedup)} {w.best_baseline}" if w.speedup else "-"]
     if ceilings:
         row.append(f"{100 * w.throughput / ceiling[1]:.0f}% {ceiling[0]}" if ceiling else "-")
     if eager:

@@ -210,12 +210,13 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                       eager_speedup=eager)
     if found.exact:
         wins = speedup > 1.0
-        reason = (f"tuned here: {_x(speedup)} the PyTorch op" if wins else
-                  f"tuned here, and the PyTorch op was faster ({_x(speedup)})")
+        reason = (f"tuned here: {ratio_text(speedup)} the PyTorch op" if wins else
+                  f"tuned here, and the PyTorch op was faster ({ratio_text(speedup)})")
     else:
         wins = speedup >= NEAR_MARGIN
-        reason = (f"nearest tuned shape {row.shape}: {_x(speedup)} the PyTorch op there" if wins
-                  else f"at the nearest tuned shape {row.shape} tlab's kernel ran {_x(speedup)} "
+        ran = ratio_text(speedup)
+        reason = (f"nearest tuned shape {row.shape}: {ran} the PyTorch op there" if wins
+                  else f"at the nearest tuned shape {row.shape} tlab's kernel ran {ran} "
                   f"the PyTorch op, less than the {NEAR_MARGIN:.2f}x a nearby shape needs")
     eager_wins = wins if eager is None else (eager > 1.0 if found.exact else eager >= NEAR_MARGIN)
     if eager is None:
@@ -224,9 +225,9 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                        "(`tlab host-times` on that GPU records them)")
     else:
         scaled = "" if found.exact else f"; GPU times x{scale:.2f}, this shape's work"
-        reason += (f"; called eagerly {_x(eager)} (a call's host time {row.host_ms * 1e3:.0f} "
-                   f"us, the op's {row.op_host_ms * 1e3:.0f} us, each x{HOST_SLACK:g} for a "
-                   f"slower host{scaled})")
+        reason += (f"; called eagerly {ratio_text(eager)} (a call's host time "
+                   f"{row.host_ms * 1e3:.0f} us, the op's {row.op_host_ms * 1e3:.0f} us, each "
+                   f"x{HOST_SLACK:g} for a slower host{scaled})")
         if eager_wins != wins:
             reason += (f": eager calls run {'tlab' if eager_wins else 'the op'}, calls captured "
                        f"in a CUDA graph {'tlab' if wins else 'the op'}")
@@ -249,7 +250,7 @@ def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
                   TRITON if wins and fused else TORCH_OP)
 
 
-def _x(ratio: float) -> str:
+def ratio_text(ratio: float) -> str:
     """A speed ratio as the reasons say it: two decimals, or two significant digits for a
     ratio under a hundredth (an interpreted kernel against a PyTorch op on the CPU)."""
     return f"{ratio:.2f}x" if ratio >= 0.01 else f"{ratio:.2g}x"
@@ -267,7 +268,7 @@ def _compiled_rule(speedup: float, baseline: float | None, exact: bool, best: st
     what = ("the PyTorch op" if baseline is None else
             f"the fastest baseline timed{named.get(best, f' ({best})')}")
     verdict = "" if fused else ": the op there, for Inductor to compile"
-    shown = _x(against)
+    shown = ratio_text(against)
     if shown == need:  # 1.0978x read as "1.10x (needs 1.10x): the op": three decimals say why
         shown = f"{against:.3f}x"
     return fused, f"; inside torch.compile {shown} {what} (needs {need}){verdict}"

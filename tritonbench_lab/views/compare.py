@@ -165,8 +165,7 @@ def portability(folder_a: Path, folder_b: Path, kernel: str, dtype: str) -> pd.D
         row = measured.get(shape)
         if row is not None and _same(row.carried_config, config) and _same(
                 row.native_config, native[shape]):  # the winners standing now, side by side
-            ok = row.status == OK and row.carried_ms and row.native_ms
-            pct = 100 * row.native_ms / row.carried_ms if ok else math.nan
+            pct = 100 / row.regret if row.regret else math.nan  # None: it failed there
             status, source = row.status, MEASURED
         else:
             p50, status = _config_on(records_b, dtype, shape, config)

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # before pyplot: no display needed, ever
 import matplotlib.pyplot as plt  # noqa: E402
 
+from tritonbench_lab.data.layout import Layout  # noqa: E402
 from tritonbench_lab.data.portability import PORTABILITY, TOLERANCE, standing, trust_rows  # noqa: E402
 from tritonbench_lab.data.records import Carried  # noqa: E402
 from tritonbench_lab.data.store import read_table  # noqa: E402
@@ -105,6 +106,6 @@ def sections(folder: Path, slug: str, picture_format: str = "svg") -> list[str]:
 def _not_measured(folder: Path, slug: str, from_gpu: str, rows: list[Carried]) -> list[str]:
     """The kernels with winners files of both GPUs (the configs/ beside results/) of which
     no row was carried here."""
-    configs = Path(folder).parent.parent / "configs"
+    configs = Layout(Path(folder).parent.parent).configs
     kernels = [{p.stem for p in (configs / gpu).glob("*.csv")} for gpu in (slug, from_gpu)]
     return sorted(kernels[0] & kernels[1] - {r.kernel for r in rows})
