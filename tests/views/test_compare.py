@@ -7,13 +7,23 @@ below can be checked by hand. Matmul shapes are round (1000^3 = 2e9 flops), so t
 """
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from helpers.commands import tlab
 from helpers.paths import REPO
 
-from tritonbench_lab.data.records import GBPS, OK, OUT_OF_RESOURCES, TFLOPS, TRITON, Ceiling, Record
+from tritonbench_lab.data.records import (
+    GBPS,
+    OK,
+    OUT_OF_RESOURCES,
+    TFLOPS,
+    TORCH_OP,
+    TRITON,
+    Ceiling,
+    Record,
+)
 from tritonbench_lab.data.store import append_rows, load_winners
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.views import compare as cmp
@@ -252,7 +262,8 @@ def test_speed_ratios_set_each_kernel_against_its_ceilings_ratio(gpus, tmp_path)
     ratios = cmp.speed_ratios(comparisons, [a, b]).set_index("kernel")
     assert ratios.loc["matmul", "ratio"] == pytest.approx(2.0)
     assert math.isnan(ratios.loc["matmul", "ceiling_ratio"])
-    assert ratios.loc["matmul", "verdict"] == "no ceilings to judge by"
+    assert math.isnan(ratios.loc["matmul", "op_ratio"])  # no PyTorch op timed either
+    assert ratios.loc["matmul", "verdict"] == "nothing to judge by"
     for b_ceiling, verdict in ((100.0, "follows its ceiling"),
                                (150.0, "short of its ceiling on fixture-b (1.50x)")):
         calibrated = tmp_path / f"b{int(b_ceiling)}" / "results" / "fixture-b"
@@ -267,4 +278,36 @@ def test_speed_ratios_set_each_kernel_against_its_ceilings_ratio(gpus, tmp_path)
         assert ratios.loc["matmul", "ceiling_ratio"] == pytest.approx(200.0 / b_ceiling)
         assert ratios.loc["matmul", "verdict"] == verdict
     text = cmp.ratios_markdown(ratios.reset_index(), ["fixture-a", "fixture-b"])
-    assert "| matmul | bf16 | 3 | 2.00 | matmul_bf16 | 1.33 | short of its ceiling" in text
+    assert "| matmul | bf16 | 3 | 2.00 | matmul_bf16 | 1.33 | - | short of its ceiling" in text
+
+
+def test_a_tflops_kernel_is_judged_by_the_pytorch_op_at_the_same_shapes(gpus, tmp_path):
+    """Where both sweeps timed the PyTorch op at every shape, a TFLOP/s kernel is set
+    against the op's own speed ratio there, not the ceilings calibrated at one size: B is
+    calibrated at 150 (A's ratio 2.0 is 1.5x the ceilings' 1.33), but torch.matmul runs
+    2x (then 1.5x) slower on B at these shapes: the kernel follows it (then outruns it)."""
+    a, b = gpus
+    for slowdown, verdict in ((2.0, "follows the PyTorch op"),
+                              (1.5, "short of the PyTorch op on fixture-b (1.33x)")):
+        folders = []
+        for folder, factor in ((a, 1.0), (b, slowdown)):
+            copy = tmp_path / str(slowdown) / "results" / folder.name
+            copy.mkdir(parents=True)
+            for name in ("matmul.csv", "ceilings.csv"):
+                if (folder / name).is_file():
+                    (copy / name).write_text((folder / name).read_text())
+            ops = [replace(fixture_record(folder.name, shape, "", 0.01 * shape_ms * factor, OK),
+                           provider=TORCH_OP) for shape, shape_ms in ((S1, 1), (S2, 8), (S4, 64))]
+            append_rows(copy / "matmul.csv", ops)
+            folders.append(copy)
+        append_rows(folders[1] / "ceilings.csv", [Ceiling(
+            name="matmul_bf16", metric=TFLOPS, value=150.0, p20_ms=1.0, p50_ms=1.0,
+            p80_ms=1.0, size="test", method="do_bench", warmup_ms=None, rep_ms=None,
+            gpu="test", gpu_slug="b", torch="test", triton="test", timestamp="2025-01-01")])
+        comparisons, _ = cmp.compare(folders)
+        ratios = cmp.speed_ratios(comparisons, folders).set_index("kernel")
+        assert ratios.loc["matmul", "ceiling_ratio"] == pytest.approx(200.0 / 150.0)
+        assert ratios.loc["matmul", "op_ratio"] == pytest.approx(slowdown)
+        assert ratios.loc["matmul", "verdict"] == verdict
+    text = cmp.ratios_markdown(ratios.reset_index(), ["fixture-a", "fixture-b"])
+    assert "| 1.33 | 1.50 | short of the PyTorch op on fixture-b (1.33x) |" in text

@@ -39,8 +39,8 @@ def compare(
 ) -> None:
     """Compare tuned winners across GPUs: throughput, % of each GPU's own ceiling, and how
     each GPU's winning config does on the others; then the first GPU's speed over the
-    second's per kernel beside their ceilings' ratio. Prints tables, draws a picture each,
-    and writes the ratios to <out>/compare/<first>-vs-<second>.md."""
+    second's per kernel beside their ceilings' and the PyTorch op's ratios. Prints tables,
+    draws a picture each, and writes the ratios to <out>/compare/<first>-vs-<second>.md."""
     # late: `tlab --help` imports no pandas or matplotlib
     from tritonbench_lab.views.compare import compare as run_compare
     from tritonbench_lab.views.compare import draw, gpu_labels, ratios_markdown, speed_ratios

@@ -24,6 +24,7 @@ from tritonbench_lab.data.layout import ceilings_in, kernel_file, kernels_in  # 
 from tritonbench_lab.data.portability import portability_file, standing  # noqa: E402
 from tritonbench_lab.data.records import (  # noqa: E402
     OK,
+    TFLOPS,
     Carried,
     Record,
     Winner,
@@ -37,7 +38,7 @@ from tritonbench_lab.views.plots import save  # noqa: E402
 from tritonbench_lab.views.series import x_axis  # noqa: E402
 
 WINNER_COLUMNS = ["shape", "throughput", "metric", "p50_ms", "pct_ceiling", "ceiling",
-                  "ceiling_value", "winner_config"]
+                  "ceiling_value", "winner_config", "op_p50_ms"]
 COMPARE_COLUMNS = ["gpu", "shape", "x", *WINNER_COLUMNS[1:]]
 PORTABILITY_COLUMNS = ["shape", "config_from", "config_on", "config", "runs_at_pct",
                        "status_on_target", "source"]
@@ -95,7 +96,8 @@ def winners_frame(folder: Path, kernel: str, dtype: str) -> pd.DataFrame:
                      "pct_ceiling": 100 * w.throughput / ceiling[1] if ceiling else math.nan,
                      "ceiling": ceiling[0] if ceiling else "",
                      "ceiling_value": ceiling[1] if ceiling else math.nan,
-                     "winner_config": w.config})
+                     "winner_config": w.config,
+                     "op_p50_ms": w.op_p50_ms if w.op_p50_ms else math.nan})
     return pd.DataFrame(rows, columns=WINNER_COLUMNS)
 
 
@@ -318,29 +320,39 @@ def draw(comparison: Comparison, out: Path, formats: tuple[str, ...] = ("svg",))
     return save(fig, picture_stem(out, comparison), formats)
 
 
-# A kernel "follows" its ceiling across two GPUs when their speed ratio is within this of
-# the ratio of their ceilings: memory-bound kernels the copy of the same bytes, compute-bound
-# ones the vendor's matmul at the dtype.
+# A kernel "follows" its yardstick across two GPUs when their speed ratio is within this of
+# the yardstick's ratio. GB/s kernels: the copy of the same bytes (their ceiling). TFLOP/s
+# kernels: the PyTorch op (cuBLAS) at the same shapes, where both sweeps timed it: a compute
+# ceiling calibrated at one size misses what tile and wave effects do to the vendor's own
+# matmul at the others; else the calibrated ceiling.
 FOLLOWS = 0.05
-RATIO_COLUMNS = ["kernel", "dtype", "shapes", "ratio", "ceiling", "ceiling_ratio", "verdict"]
+RATIO_COLUMNS = ["kernel", "dtype", "shapes", "ratio", "ceiling", "ceiling_ratio", "op_ratio",
+                 "verdict"]
+COPY_YARDSTICK, OP_YARDSTICK = "its ceiling", "the PyTorch op"
 
 
 def speed_ratios(comparisons: list[Comparison], folders: list[Path]) -> pd.DataFrame:
     """Per kernel and dtype, the first GPU's speed over the second's (the geomean over the
     shapes both tuned of their winners' throughput), beside the same geomean of their
     ceilings at those shapes (each GPU's own, as `% own ceiling` judges it: the copy of the
-    same bytes, or torch.matmul), and whether the kernel follows its ceiling or falls short
-    on one GPU."""
+    same bytes, or torch.matmul at its calibrated size) and of the PyTorch op's speed there
+    (NaN unless both timed it at every shape), and whether the kernel follows its yardstick
+    (see FOLLOWS) or falls short on one GPU."""
     labels = gpu_labels(folders)[:2]
     rows = []
     for c in comparisons:
-        wide = c.frame.pivot(index="shape", columns="gpu", values=["throughput", "ceiling_value"])
+        wide = c.frame.pivot(index="shape", columns="gpu",
+                             values=["throughput", "ceiling_value", "op_p50_ms"])
         ratio = _geomean(wide["throughput"][labels[0]] / wide["throughput"][labels[1]])
         ceiling = _geomean(wide["ceiling_value"][labels[0]] / wide["ceiling_value"][labels[1]])
+        op_times = wide["op_p50_ms"][labels[1]] / wide["op_p50_ms"][labels[0]]  # speed: 1/time
+        op = _geomean(op_times) if op_times.notna().all() else math.nan
         names = sorted(set(c.frame["ceiling"]) - {""})
+        by_op = c.frame["metric"].iloc[0] == TFLOPS and not math.isnan(op)
+        yardstick = (OP_YARDSTICK, op) if by_op else (COPY_YARDSTICK, ceiling)
         rows.append({"kernel": c.kernel, "dtype": c.dtype, "shapes": len(wide), "ratio": ratio,
                      "ceiling": " / ".join(names) or "-", "ceiling_ratio": ceiling,
-                     "verdict": _follows(ratio, ceiling, labels)})
+                     "op_ratio": op, "verdict": _follows(ratio, *yardstick, labels)})
     return pd.DataFrame(rows, columns=RATIO_COLUMNS)
 
 
@@ -349,14 +361,14 @@ def _geomean(values: pd.Series) -> float:
     return math.exp(values.map(math.log).mean()) if len(values) else math.nan
 
 
-def _follows(ratio: float, ceiling: float, labels: list[str]) -> str:
-    if math.isnan(ceiling):
-        return "no ceilings to judge by"
-    if abs(ratio / ceiling - 1) <= FOLLOWS:
-        return "follows its ceiling"
-    # Faster than the ceilings say on the first GPU: short of its ceiling on the second.
-    short = labels[1] if ratio > ceiling else labels[0]
-    return f"short of its ceiling on {short} ({ratio / ceiling:.2f}x)"
+def _follows(ratio: float, name: str, yardstick: float, labels: list[str]) -> str:
+    if math.isnan(yardstick):
+        return "nothing to judge by"
+    if abs(ratio / yardstick - 1) <= FOLLOWS:
+        return f"follows {name}"
+    # Faster than the yardstick says on the first GPU: short of it on the second.
+    short = labels[1] if ratio > yardstick else labels[0]
+    return f"short of {name} on {short} ({ratio / yardstick:.2f}x)"
 
 
 def ratios_markdown(ratios: pd.DataFrame, labels: list[str]) -> str:
@@ -366,13 +378,17 @@ def ratios_markdown(ratios: pd.DataFrame, labels: list[str]) -> str:
            f"Per kernel and dtype: {a}'s tuned winners' throughput over {b}'s (geomean over the "
            "shapes both tuned), beside the same ratio of the two GPUs' own measured ceilings at "
            "those shapes (`tlab calibrate`: the copy of the same bytes for GB/s kernels, "
-           "torch.matmul's calibrated size for TFLOP/s ones). A kernel within "
-           f"{FOLLOWS:.0%} of its ceilings' ratio follows its ceiling; else the verdict gives "
-           "the speed ratio over the ceilings' ratio. Built by `tlab compare`.",
+           "torch.matmul's calibrated size for TFLOP/s ones) and of the PyTorch op's speed at "
+           "those shapes (timed in the same sweeps). The verdict sets a GB/s kernel against its "
+           "ceiling, a TFLOP/s one against the PyTorch op (the vendor's library at the same "
+           f"shapes): within {FOLLOWS:.0%} of that ratio it follows it; else the verdict gives "
+           "the speed ratio over it. Built by `tlab compare`.",
            "", f"| kernel | dtype | shapes | speed ratio ({a} / {b}) | ceiling | ceiling ratio "
-           f"({a} / {b}) | verdict |", "|---|---|---|---|---|---|---|"]
+           f"({a} / {b}) | PyTorch op ratio ({a} / {b}) | verdict |",
+           "|---|---|---|---|---|---|---|---|"]
     for _, r in ratios.iterrows():
-        ceiling = "-" if math.isnan(r["ceiling_ratio"]) else f"{r['ceiling_ratio']:.2f}"
+        ceiling, op = ("-" if math.isnan(v) else f"{v:.2f}"
+                       for v in (r["ceiling_ratio"], r["op_ratio"]))
         out.append(f"| {r['kernel']} | {r['dtype']} | {r['shapes']} | {r['ratio']:.2f} | "
-                   f"{r['ceiling']} | {ceiling} | {r['verdict']} |")
+                   f"{r['ceiling']} | {ceiling} | {op} | {r['verdict']} |")
     return "\n".join(out) + "\n"
