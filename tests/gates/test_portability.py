@@ -14,6 +14,8 @@ from tritonbench_lab import ops, tuned
 from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.portability import (
     TOLERANCE,
+    beaten,
+    sweep_again,
     trust_file,
     trust_rows,
     trusted_sources,
@@ -54,6 +56,14 @@ def test_a_later_run_replaces_an_earlier_one_at_its_shape():
     late = carried("1024x1024x1024", 1.02, stamp="2026-12-07T00:00:00")
     (trust,) = trust_rows([late, early])
     assert trust.trusted and trust.worst_regret == pytest.approx(1.02) and trust.shapes == 1
+
+
+def test_a_carried_config_well_ahead_of_the_own_winner_names_the_sweep_that_checks_it():
+    rows = [carried("1024x1024x1024", 0.95), carried("2048x2048x2048", 0.975),
+            carried("4096x4096x4096", None, CRASH)]
+    (ahead,) = beaten(rows)  # 2.5% ahead is within fresh workers' noise; a crash is no win
+    assert ahead.shape == "1024x1024x1024"
+    assert sweep_again(ahead) == "tlab sweep matmul --dtype bf16 --shapes 1024x1024x1024 --fresh"
 
 
 def winner(shape, config=B, p50_ms=1.0, op_p50_ms=1.5, kernel="matmul", dtype="bf16"):

@@ -23,7 +23,13 @@ from tritonbench_lab.cli.options import (
 )
 from tritonbench_lab.cli.tables import print_table
 from tritonbench_lab.data.layout import Layout
-from tritonbench_lab.data.portability import TOLERANCE, portability_file, trust_file
+from tritonbench_lab.data.portability import (
+    TOLERANCE,
+    beaten,
+    portability_file,
+    sweep_again,
+    trust_file,
+)
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.measure.env import INTERPRETER, fingerprint
 
@@ -87,6 +93,10 @@ def portability(
                      kernel_done=kernel_done)
     print_table(console, _shapes_table(rows, from_gpu))
     print_table(console, _trust_table(trust, from_gpu, fp.gpu_slug))
+    for row in beaten(rows):
+        console.print(f"{row.kernel} {row.dtype} {row.shape}: {from_gpu}'s config ran "
+                      f"{row.regret:.3f}x this GPU's own winner's time; measure the shape again: "
+                      f"{sweep_again(row)}", soft_wrap=True, markup=False)
     console.print(f"rows: {where}   trust: "
                   f"{trust_file(layout.configs, fp.gpu_slug, from_gpu)}")
 

@@ -24,6 +24,10 @@ from tritonbench_lab.data.records import Carried, Trust
 
 # A carried config may lose at most this much to the native winner at its worst shape.
 TOLERANCE = 1.05
+# A carried config faster than the native winner beyond this (its regret below it) beat the
+# winner by more than fresh workers' timing noise: the native sweep's pick at that shape is
+# worth measuring again.
+BEATEN = 0.97
 CARRIED = "carried"  # configs/<gpu>/carried/<from>.csv
 PORTABILITY = "portability"  # results/<gpu>/portability/<from>.csv
 
@@ -59,6 +63,16 @@ def trust_rows(rows: Iterable[Carried], tolerance: float = TOLERANCE) -> list[Tr
             trusted=bool(regrets) and not failed and worst <= tolerance,
             triton=first.triton, date=max(r.timestamp for r in group)[:10]))
     return out
+
+
+def beaten(rows: Iterable[Carried]) -> list[Carried]:
+    """The rows whose carried config beat this GPU's own winner (regret under BEATEN)."""
+    return [r for r in rows if r.regret is not None and r.regret < BEATEN]
+
+
+def sweep_again(row: Carried) -> str:
+    """The command that measures a beaten row's shape again on this GPU."""
+    return f"tlab sweep {row.kernel} --dtype {row.dtype} --shapes {row.shape} --fresh"
 
 
 def trust_file(configs: Path, slug: str, from_gpu: str) -> Path:

@@ -15,9 +15,16 @@ matplotlib.use("Agg")  # before pyplot: no display needed, ever
 import matplotlib.pyplot as plt  # noqa: E402
 
 from tritonbench_lab.data.layout import Layout  # noqa: E402
-from tritonbench_lab.data.portability import PORTABILITY, TOLERANCE, standing, trust_rows  # noqa: E402
-from tritonbench_lab.data.records import Carried  # noqa: E402
-from tritonbench_lab.data.store import read_table  # noqa: E402
+from tritonbench_lab.data.portability import (  # noqa: E402
+    BEATEN,
+    PORTABILITY,
+    TOLERANCE,
+    beaten,
+    standing,
+    trust_rows,
+)
+from tritonbench_lab.data.records import Carried, parse_config_text  # noqa: E402
+from tritonbench_lab.data.store import load_winners, read_table  # noqa: E402
 from tritonbench_lab.shapes import shape_sizes  # noqa: E402
 from tritonbench_lab.views.plots import save  # noqa: E402
 
@@ -38,8 +45,10 @@ def picture_stem(out: Path, slug: str, from_gpu: str) -> Path:
 
 
 def section(slug: str, from_gpu: str, rows: list[Carried], picture: str,
-            not_measured: list[str] = ()) -> str:
-    """REPORT.md's section on FROM's configs here: a line per kernel and dtype, and the
+            not_measured: list[str] = (), replaced: list[Carried] = ()) -> str:
+    """REPORT.md's section on FROM's configs here: a line per kernel and dtype; the shapes
+    where FROM's config beat this GPU's own winner (worth sweeping again); the rows timed
+    against a winner this GPU's configs no longer hold (`replaced`: to time again); and the
     kernels both GPUs have winners of that `tlab portability` has not timed here yet."""
     out = [f"### {from_gpu}'s configs on {slug}", "",
            f"Each of {from_gpu}'s winners timed here beside this GPU's own winner at the same "
@@ -60,6 +69,15 @@ def section(slug: str, from_gpu: str, rows: list[Carried], picture: str,
         failed = f" ({t.failed} failed)" if t.failed else ""
         out.append(f"| {t.kernel} | {t.dtype} | {t.shapes}{failed} | {same[t.kernel, t.dtype]} "
                    f"| {median} | {worst} | {t.worst_shape} | {'yes' if t.trusted else 'no'} |")
+    beat = [r for r in beaten(rows) if r not in replaced]
+    if beat:
+        out += ["", f"{from_gpu}'s config beat this GPU's own winner by more than "
+                f"{1 - BEATEN:.0%} at " + ", ".join(_at(r) for r in beat) + ": shapes worth "
+                "measuring again (`tlab sweep KERNEL --dtype DTYPE --shapes SHAPE --fresh`)."]
+    if replaced:
+        out += ["", "Timed against a winner this GPU has since replaced (run `tlab portability "
+                f"{from_gpu} --kernel KERNEL` again): " + ", ".join(_at(r) for r in replaced)
+                + "."]
     if not_measured:
         out += ["", f"Not measured yet (both GPUs have winners): {', '.join(not_measured)}."]
     return "\n".join(out + [""])
@@ -96,11 +114,30 @@ def draw_all(folder: Path, slug: str, out: Path, formats: tuple[str, ...] = ("sv
     return written
 
 
+def _at(row: Carried) -> str:
+    return f"{row.kernel} {row.dtype} {row.shape} ({row.regret:.3f}x)" if row.regret else (
+        f"{row.kernel} {row.dtype} {row.shape} ({row.status})")
+
+
 def sections(folder: Path, slug: str, picture_format: str = "svg") -> list[str]:
     return [section(slug, from_gpu, rows,
                     f"{picture_stem(Path(), slug, from_gpu).name}.{picture_format}",
-                    _not_measured(folder, slug, from_gpu, rows))
+                    _not_measured(folder, slug, from_gpu, rows), _replaced(folder, slug, rows))
             for from_gpu, rows in carried_rows(folder).items()]
+
+
+def _replaced(folder: Path, slug: str, rows: list[Carried]) -> list[Carried]:
+    """The rows whose native config is no longer this GPU's committed winner at the shape
+    (a later sweep replaced it): their regret measures a config ops no longer runs."""
+    configs = Layout(Path(folder).parent.parent).configs / slug
+    winners = {}
+    for kernel in {r.kernel for r in rows}:
+        path = configs / f"{kernel}.csv"
+        if path.is_file():
+            winners |= {(w.kernel, w.dtype, w.shape): parse_config_text(w.config)
+                        for w in load_winners(path)}
+    return [r for r in rows if (r.kernel, r.dtype, r.shape) in winners
+            and winners[r.kernel, r.dtype, r.shape] != parse_config_text(r.native_config)]
 
 
 def _not_measured(folder: Path, slug: str, from_gpu: str, rows: list[Carried]) -> list[str]:
