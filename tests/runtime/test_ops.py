@@ -533,6 +533,9 @@ def test_ops_layernorm_rope_add_are_correct_either_way(configs, device, tuned_he
     q_out, k_out = ops.rope(q, k_one, cos, sin)
     torch.testing.assert_close(q_out, q_ref.float(), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(k_out, k_one_ref.float(), rtol=1e-5, atol=1e-5)
+    for _ in range(2):  # the second call takes the fast path: the same refusal
+        with pytest.raises(ValueError, match="batch x seq x heads x head_dim"):
+            ops.rope(q[0], k[0], cos, sin)  # no batch: it broadcast to 4-D before
 
     u, v = torch.randn(n, generator=gen, device=device), torch.randn(n, generator=gen, device=device)
     torch.testing.assert_close(ops.add(u, v), (u.double() + v.double()).float())
