@@ -429,14 +429,15 @@ def _rope_takes(q, k, cos, sin) -> bool:
 
 
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """x + y for contiguous tensors of one shape and dtype (any number of dims)."""
+    """x + y for contiguous tensors of one shape and dtype (any number of dims); a y that is a
+    Python number takes torch.add."""
     fast = None  # the fast path (above _remember)
     if not _compiling():
         fast = ("add", x.shape, x.dtype, x.get_device())
         if (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return torch.add(x, y)
-    how = _elsewhere(x, y)
+    how = _elsewhere(x, y) if isinstance(y, torch.Tensor) else "number"  # neither branch: op
     dtype = x.dtype
     if how == GRAPH and dtype in _DTYPES["add"]:
         return _REGISTERED["add"](x, y, tuned_state())

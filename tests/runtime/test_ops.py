@@ -539,6 +539,10 @@ def test_ops_layernorm_rope_add_are_correct_either_way(configs, device, tuned_he
 
     u, v = torch.randn(n, generator=gen, device=device), torch.randn(n, generator=gen, device=device)
     torch.testing.assert_close(ops.add(u, v), (u.double() + v.double()).float())
+    torch.testing.assert_close(ops.add(u, 2.5), u + 2.5)  # a number: the op, never a key
+    w = u.clone().requires_grad_()
+    ops.add(w, 2.5).sum().backward()
+    torch.testing.assert_close(w.grad, torch.ones_like(u))
 
     plans = [ops.bound_launch("layernorm", x.dtype, (rows, cols), x.get_device()),
              ops.bound_launch("rope", q.dtype, q_shape, q.get_device()),
