@@ -1,8 +1,9 @@
 """Another GPU's configs on this one, as REPORT.md shows them and `tlab plot` draws them: the
 standing rows of results/<gpu>/portability/<FROM>.csv (`tlab portability`), per kernel and
 dtype the median and worst regret (the carried config's time over this GPU's own winner's)
-and whether the trust rule holds (data/portability.py), and one picture of every shape's
-regret. CSV in, Markdown and pictures out; no torch.
+and whether the trust rule holds (data/portability.py), the shapes where the carried config
+won (data/portability.BEATEN) or was timed against a winner since replaced, and one picture
+of every shape's regret. CSV in, Markdown and pictures out; no torch.
 """
 
 from __future__ import annotations
