@@ -286,3 +286,21 @@ def test_tests_import_helpers_only_from_tests_helpers():
              for name in sorted(_imported_names(path))
              if name.startswith("test_") or name == "conftest"]
     assert wrong == [], "move what tests share to tests/helpers/"
+
+
+def test_every_committed_winner_was_measured_on_todays_kernel_source():
+    """Each kernel module's code (docstrings and comments aside) is hashed into every row it
+    measures; an edit of it, even of its PyTorch baseline, makes every committed winner of
+    that kernel stale on every GPU (`tlab check` warns, a sweep measures it all again). Code
+    that changes no kernel belongs outside the kernel's module."""
+    from tritonbench_lab.data.store import load_winners
+    from tritonbench_lab.kernels import get_spec
+    from tritonbench_lab.measure.source import source_hash
+
+    files = sorted(p for p in (REPO / "configs").glob("*/*.csv"))
+    assert files
+    for path in files:
+        today = source_hash(get_spec(path.stem))
+        old = sorted({w.source for w in load_winners(path)} - {today})
+        assert not old, (f"{path.relative_to(REPO)}: rows of source {', '.join(old)}, the "
+                         f"module's code today hashes to {today}: revert the edit or sweep again")

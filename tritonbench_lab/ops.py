@@ -61,7 +61,7 @@ from tritonbench_lab.kernels import matmul_gelu as _matmul_gelu
 from tritonbench_lab.kernels import rmsnorm as _rmsnorm
 from tritonbench_lab.kernels import rope as _rope
 from tritonbench_lab.runtime import dispatch as _dispatch
-from tritonbench_lab.runtime import in_graphs, library, recording
+from tritonbench_lab.runtime import in_graphs, library, recording, torch_side
 from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public decision API
     NEAR,
     NEAR_MARGIN,
@@ -161,7 +161,11 @@ def prepare_linear(layer: torch.nn.Linear | torch.Tensor, bias: torch.Tensor | N
 # Each op: where autograd needs it, the PyTorch op; inside torch.compile, the registered op
 # (runtime/library.py, which runs the eager op when the graph runs), given tuned_state() to
 # key compile caches by the configs; else the eager op, which makes the per-shape decision.
-# `_torch_*` are the PyTorch ops as the sweeps timed them.
+# `_torch_*` are the PyTorch ops as the sweeps timed them (runtime/torch_side.py), bound once.
+_into, _torch_matmul_gelu, _torch_softmax = torch_side.into, torch_side.matmul_gelu, torch_side.softmax
+_torch_rmsnorm, _torch_layernorm, _torch_rope = (torch_side.rmsnorm, torch_side.layernorm,
+                                                 torch_side.rope)
+
 
 def _takes(launch: Callable | None, a: torch.Tensor, b: torch.Tensor,
            out: torch.Tensor | None) -> bool:
@@ -171,10 +175,6 @@ def _takes(launch: Callable | None, a: torch.Tensor, b: torch.Tensor,
             out.dtype != a.dtype or out.shape != (a.shape[0], b.shape[1])):
         return False
     return not launch.tma or _matmul.tma_ready(a, b, *(() if out is None else (out,))) is None
-
-
-def _into(out: torch.Tensor | None, y: torch.Tensor) -> torch.Tensor:
-    return y if out is None else out.copy_(y)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -218,12 +218,6 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.addmm(bias, a, b)
 
 
-def _torch_matmul_gelu(a, b, bias, approximate="none", out=None):
-    # addmm takes 2-D operands only: an `a` of more dims (non-contiguous, or empty) as matmul
-    y = torch.addmm(bias, a, b) if a.dim() == b.dim() == 2 else torch.matmul(a, b) + bias
-    return _into(out, F.gelu(y, approximate=approximate))
-
-
 def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximate: str = "none",
                 out: torch.Tensor | None = None) -> torch.Tensor:
     """F.gelu(a @ b + bias, approximate=...) for 2-D a (M x K), b (K x N) and a bias of N
@@ -262,10 +256,6 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     return _into(out, _torch_matmul_gelu(a, b, bias, approximate))
 
 
-def _torch_softmax(x, out=None):
-    return torch.softmax(x, -1) if out is None else out.copy_(torch.softmax(x, -1))
-
-
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last dim of a 2-D x (a contiguous x of more dims: over its rows)."""
     if x.dim() > 2 and out is None and x.is_contiguous() and x.numel():
@@ -292,12 +282,6 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     else:
         _remember(fast)
     return _into(out, torch.softmax(x, dim=-1))
-
-
-def _torch_rmsnorm(x, weight, eps=_rmsnorm.EPS, residual=None):
-    h = x if residual is None else x + residual
-    y = F.rms_norm(h, (h.shape[-1],), weight, eps)  # what the sweeps timed as "torch"
-    return y if residual is None else (y, h)
 
 
 def _rmsnorm_aside(x, weight, eps, residual):
@@ -356,10 +340,6 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor | None, eps: float = _rmsnorm.
     return _torch_rmsnorm(x, weight, eps, residual)
 
 
-def _torch_layernorm(x, weight, bias, eps=_layernorm.EPS):
-    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
-
-
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
               eps: float = _layernorm.EPS) -> torch.Tensor:
     """LayerNorm of the rows of a 2-D x (F.layer_norm over the last dim; a contiguous x of
@@ -403,7 +383,7 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
         fast = ("rope", q.shape, q.dtype, q.get_device())
         if (asks := _op_only.get(fast)) is not None and _monotonic() < _file_state[2] and (
                 asks is _never or not asks()):
-            return _rope.rotate_half_rope(q, k, cos, sin)
+            return _torch_rope(q, k, cos, sin)
     how = _elsewhere(q, k, cos, sin)
     shape, dtype = q.shape, q.dtype
     ours = len(shape) == 4 and dtype in _DTYPES["rope"]
@@ -417,7 +397,7 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
         _remember(fast, "rope", dtype, sizes, device)
     elif how is None:
         _remember(fast)
-    return _rope.rotate_half_rope(q, k, cos, sin)
+    return _torch_rope(q, k, cos, sin)
 
 
 def _rope_takes(q, k, cos, sin) -> bool:
@@ -458,7 +438,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 # Each op's PyTorch op, called with the op's own arguments (what ops runs in its place).
 _TORCH_SIDE = {matmul: torch.matmul, addmm: torch.addmm, matmul_gelu: _torch_matmul_gelu,
                softmax: _torch_softmax, rmsnorm: _torch_rmsnorm, layernorm: _torch_layernorm,
-               rope: _rope.rotate_half_rope, add: torch.add}
+               rope: _rope.rotate_half_rope, add: torch.add}  # rope's check ran in bind's call
 
 
 def bind(op: Callable, *args, **kwargs) -> Callable:
@@ -533,7 +513,7 @@ _REGISTERED = {
     "layernorm": library.define(
         "layernorm", layernorm, _torch_layernorm,
         lambda x, w, b, eps: _may_run_rows("layernorm", x)),
-    "rope": library.define("rope", rope, _rope.rotate_half_rope,
+    "rope": library.define("rope", rope, _torch_rope,
                            lambda q, k, cos, sin: q.ndim == 4 and _may_run(
                                "rope", q.dtype, tuple(q.shape), q.get_device())),
     "add": library.define("add", add, torch.add,

@@ -6,7 +6,7 @@ import torch
 from helpers.kernel_cases import check_default_shapes, configs_for, run_and_check
 
 from tritonbench_lab.errors import TlabError
-from tritonbench_lab.kernels.rope import SPEC, rope, rope_tables, rotate_half_rope, torch_rope
+from tritonbench_lab.kernels.rope import SPEC, rope, rope_tables, torch_rope
 from tritonbench_lab.measure.verify import check, poison
 from tritonbench_lab.space import HOPPER
 from tritonbench_lab.spec import Shape
@@ -188,9 +188,6 @@ def test_rope_rejects_bad_input(device):
         rope(q, k, cos.double(), sin)
     with pytest.raises(TlabError, match="outputs must be contiguous"):
         rope(q, k, cos, sin, q_out=torch.empty_like(q).transpose(1, 2))
-    # The PyTorch side, which ops runs off tlab's shapes: a 3-D q would broadcast to 4-D.
-    with pytest.raises(ValueError, match="batch x seq x heads x head_dim, not q of 3 dims"):
-        rotate_half_rope(q[0], k[0], cos, sin)
 
 
 def test_the_space_prunes_with_reasons_and_keeps_the_default():

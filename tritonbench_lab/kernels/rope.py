@@ -210,9 +210,6 @@ def rotate_half_rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
                      sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """RoPE as a model's attention module writes it (HF's apply_rotary_pos_emb): the tables
     repeated to the full head width, then x * cos + rotate_half(x) * sin in fp32."""
-    if q.ndim != 4 or k.ndim != 4:  # fewer dims would broadcast against the tables, silently
-        raise ValueError(f"rope takes q and k of batch x seq x heads x head_dim, not q of "
-                         f"{q.ndim} dims and k of {k.ndim}")
     cos = torch.cat((cos, cos), dim=-1)[None, :, None, :]
     sin = torch.cat((sin, sin), dim=-1)[None, :, None, :]
     return ((q.float() * cos + _rotate_half(q.float()) * sin).to(q.dtype),
