@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 from helpers.paths import REPO
 
 from tritonbench_lab.kernels import get_spec, names
@@ -20,11 +19,14 @@ def _tlab_compile(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("kernel", names())
-def test_every_kernel_compiles_for_hopper(kernel):
-    done = _tlab_compile("--kernel", kernel)
+def test_every_kernel_compiles_for_hopper():
+    """One process for every built-in kernel (a process per kernel spent as long importing
+    torch as compiling): a line each, and exit 0 only where every config compiled."""
+    done = _tlab_compile()
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.stdout.startswith(f"{kernel}: ") and "configs compiled for sm_90" in done.stdout
+    compiled = {line.split(": ")[0] for line in done.stdout.splitlines()
+                if "configs compiled for sm_90" in line}
+    assert set(names()) <= compiled, done.stdout[-3000:]  # and the project's own (axpy)
 
 
 def test_tlab_compile_names_what_fails_in_a_users_module(tmp_path):
