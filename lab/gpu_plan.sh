@@ -14,6 +14,11 @@
 #                                       #   after HOST_SLACK 2, with the rounds' intervals; the
 #                                       #   launch profile with TLAB_FAST_LAUNCH=1
 #   bash lab/gpu_plan.sh portability    # the H200: the H100's winners timed here
+#   bash lab/gpu_plan.sh refresh        # the H100: the H200's softmax winners timed here again
+#                                       #   (a row compares with a winner since replaced); fp8
+#                                       #   8192^3, where the H200's config ran 0.937x the
+#                                       #   H100's own winner's time, swept again, host-times,
+#                                       #   and fp8's portability again
 #   bash lab/gpu_plan.sh models         # issue 51 on either GPU: the model-bench's shapes
 #                                       #   recorded (lab/record_model_shapes.py) and swept
 #                                       #   (--shapes-from, prior search), host-times, then
@@ -48,7 +53,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability or models" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability, refresh or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -162,6 +167,13 @@ case "$plan" in
     "mb12-7b-prefill-$slug|50|model-bench --width 7b --workload prefill --out $ROOT/logs/mb12-7b-prefill-$slug.md"
     "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md"
     "launch-profile-fast-$slug|40|lab/launch_profile.py --fast") ;;
+  refresh)
+    [ "$slug" = nvidia-h100-80gb-hbm3 ] || { echo "refresh skipped: it needs an H100, this is $slug"; continue; }
+    STEPS+=(
+    "portability-softmax-again|70|portability nvidia-h200 --kernel softmax"
+    "fp8-8192-again|200|sweep matmul_fp8 --dtype fp8e4m3 --fresh --shapes 8192x8192x8192"
+    "host-times-refresh|60|host-times"
+    "portability-fp8-again|60|portability nvidia-h200 --kernel matmul_fp8") ;;
   portability)  # the H100's winners timed on an H200: one step per kernel (the matmul family
     # first), so that a call short of device time starts the steps that fit; each estimate
     # from the pairs it times (the H200's winners on the H100: 4 s a matmul pair, 2.7 s a
@@ -194,7 +206,7 @@ PY
     "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
     "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
-  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability or models" >&2; exit 2 ;;
+  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability, refresh or models" >&2; exit 2 ;;
 esac
 done
 
