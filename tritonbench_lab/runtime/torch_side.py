@@ -1,5 +1,6 @@
 """The PyTorch side of tlab's ops: each op's PyTorch op, taking the op's own arguments, as ops
-calls it wherever tlab's kernel does not run (and as the sweeps' `torch` baselines time it).
+calls it wherever tlab's kernel does not run (the computation the sweeps' `torch` baselines,
+in the kernels' modules, time).
 Kept out of the kernels' modules: a kernel module's code is hashed into every row it measures
 (measure/source.py), so a change here must not make the committed measurements stale."""
 
@@ -24,7 +25,7 @@ def matmul_gelu(a, b, bias, approximate="none", out=None):
 
 
 def softmax(x, out=None):
-    return torch.softmax(x, -1) if out is None else out.copy_(torch.softmax(x, -1))
+    return into(out, torch.softmax(x, -1))
 
 
 def rmsnorm(x, weight, eps=_rmsnorm.EPS, residual=None):
