@@ -254,6 +254,37 @@ def test_a_fresh_sweep_confirms_again_what_earlier_runs_confirmed(tmp_path, monk
     assert [r.p50_ms for r in standing(rows) if r.confirmed and "num_warps=1" in r.config] == [1.40]
 
 
+def test_a_sweep_confirms_the_configs_other_gpus_won_at_the_shape(tmp_path, monkeypatch):
+    """Another GPU's winner at the shape that this GPU's first pass ranked low is confirmed
+    beside the leaders, and wins where it is fastest; one outside the space here, one at
+    another shape and this GPU's own file are not confirmed."""
+    import shutil
+
+    times = {b: [2.0, 2.0] for b in BASELINES}
+    times |= {"w=1": [1.3], "w=2": [1.2], "w=4": [1.1], "w=8": [1.0, 1.0]}
+    other = tmp_path / "other"
+    *_, theirs = scripted_sweep(other, monkeypatch, times, confirm=1)
+    assert "num_warps=8" in theirs.config
+    mine = tmp_path / "mine"
+    (mine / "configs" / "gpu-b").mkdir(parents=True)
+    shutil.copy(other / "configs" / "interpreter" / "softmax.csv",
+                mine / "configs" / "gpu-b" / "softmax.csv")
+    text = (other / "configs" / "interpreter" / "softmax.csv").read_text()
+    (mine / "configs" / "gpu-c").mkdir()  # a config this space leaves out, another shape
+    (mine / "configs" / "gpu-c" / "softmax.csv").write_text(
+        text.replace("num_warps=8", "num_warps=16") + text.splitlines()[1].replace(
+            "64x4096", "64x8192").replace("num_warps=8", "num_warps=2") + "\n")
+    # Here w=8 runs slow in the first pass (it is not a leader) and fastest when confirmed.
+    times = {b: [2.0, 2.0] for b in BASELINES}
+    times |= {"w=1": [1.00, 1.01], "w=2": [1.05], "w=4": [1.06], "w=8": [1.50, 0.90]}
+    log, rows, winner = scripted_sweep(mine, monkeypatch, times, confirm=1)
+    assert log[log.index("new", 1) + 1:-2] == ["w=1", *BASELINES, "w=8"]
+    assert "num_warps=8" in winner.config and winner.p50_ms == 0.90
+    # Swept again, nothing is measured: the other GPUs' winners ride on a confirmation.
+    log, _, _ = scripted_sweep(mine, monkeypatch, {}, confirm=1)
+    assert [entry for entry in log if entry not in ("stop", "new")] == []
+
+
 @pytest.mark.parametrize("kept", [0, 1, 3], ids=["none", "a leader", "leaders and torch"])
 def test_a_sweep_cut_short_while_confirming_is_confirmed_whole_by_the_next_run(
         tmp_path, monkeypatch, kept):

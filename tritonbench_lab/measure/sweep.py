@@ -14,12 +14,13 @@ Per dtype and shape (a pipeline, schedule.py), on one or more devices (devices.p
    left of the sweep), the `confirm` fastest configs and every baseline are verified and
    timed again, with the host time of a call (timing.host_ms), and winners are chosen by
    these times (records.standing says why). Leaders that come out slower let the next
-   configs into the top `confirm`, for at most `confirm` more rounds. A shape is confirmed
-   when this run measured it, or when its newest confirmation was cut short (a kill while
-   confirming: contenders.confirmation_unfinished); a finished sweep run again measures
-   nothing. A shape is confirmed whole, in one run: earlier runs' confirmations at it are
-   set aside and their configs confirmed again, so that the winner's run holds every
-   baseline it is compared with (winners.py, rule 5).
+   configs into the top `confirm`, for at most `confirm` more rounds; then the configs
+   that other GPUs' configs files hold as winners at the shape (carried_winners). A shape
+   is confirmed when this run measured it, or when its newest confirmation was cut short
+   (a kill while confirming: contenders.confirmation_unfinished); a finished sweep run
+   again measures nothing. A shape is confirmed whole, in one run: earlier runs'
+   confirmations at it are set aside and their configs confirmed again, so that the
+   winner's run holds every baseline it is compared with (winners.py, rule 5).
 
 On a GPU the configs are compiled in a pool of processes (precompile.CompilePool), each
 config's jobs at every shape after its first, and each task is timed once its own compile is
@@ -36,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tritonbench_lab.data.layout import INTERPRETER_SLUG
 from tritonbench_lab.data.records import (
     CONFIRM,
     CONTEND,
@@ -48,7 +50,7 @@ from tritonbench_lab.data.records import (
     parse_config_text,
     standing,
 )
-from tritonbench_lab.data.store import append_rows, load_records, write_table
+from tritonbench_lab.data.store import append_rows, load_records, load_winners, write_table
 from tritonbench_lab.data.tally import ShapeTally, tally
 from tritonbench_lab.data.winners import shape_results, winners_from_files
 from tritonbench_lab.measure import children
@@ -246,13 +248,15 @@ def shape_pipeline(run: _Run, dtype: str, shape, items: list[Planned]) -> Pipeli
             picks = [r for r in picks if r.config not in contended(mine)]
             run.queued(len(picks), CONTEND)
             yield Batch([task(parse_config_text(r.config), CONTEND) for r in picks], CONTEND)
-    yield from confirmation(run, key, task, only)
+    yield from confirmation(run, key, task, only, {config_text(c) for c in kept})
 
 
-def confirmation(run: _Run, key: tuple[str, str], task_of, only: set[str] | None) -> Pipeline:
+def confirmation(run: _Run, key: tuple[str, str], task_of, only: set[str] | None,
+                 kept: set[str]) -> Pipeline:
     """Step 5, when this run measured the shape or its newest confirmation was cut short:
     the leaders and every baseline (of this sweep's), in rounds, then the configs that
-    earlier runs confirmed and this one has not."""
+    earlier runs confirmed and this one has not, and those other GPUs won at the shape (of
+    `kept`, the shape's configs here: carried_winners)."""
     request = run.request
     wanted = set(request.baseline_names)
     if not request.confirm or (key not in run.measured_now and not confirmation_unfinished(
@@ -268,10 +272,30 @@ def confirmation(run: _Run, key: tuple[str, str], task_of, only: set[str] | None
         yield Batch([task_of(parse_config_text(r.config), CONFIRM, r.provider)
                      for r in leaders], CONFIRM)
     mine = {r.config for r in run.rows.get(key, []) if r.provider == TRITON and r.confirmed}
-    stale = [c for c in run.earlier_confirmed.get(key, []) if c not in mine]
-    if stale:
-        run.queued(len(stale), CONFIRM)
-        yield Batch([task_of(parse_config_text(c), CONFIRM) for c in stale], CONFIRM)
+    more = [c for c in run.earlier_confirmed.get(key, []) if c not in mine]
+    more += [c for c in carried_winners(run.request, *key, kept) if c not in mine | set(more)]
+    if more:
+        run.queued(len(more), CONFIRM)
+        yield Batch([task_of(parse_config_text(c), CONFIRM) for c in more], CONFIRM)
+
+
+def carried_winners(request: SweepRequest, dtype: str, shape: str, kept: set[str]) -> list[str]:
+    """The configs that other GPUs' configs files under the root hold as winners at this
+    kernel, dtype and shape, of `kept` (completed to the space as it is now). A sweep
+    confirms them beside its own leaders: where one GPU's short first pass missed its best
+    config and another's found it (`tlab portability` shows such shapes: data/portability
+    BEATEN), sweeping that shape again settles it, for one confirmation per GPU."""
+    found: list[str] = []
+    space, own = request.space, {request.fingerprint.gpu_slug, INTERPRETER_SLUG}
+    for path in sorted(request.layout.configs.glob(f"*/{request.spec.name}.csv")):
+        if path.parent.name in own:
+            continue
+        for w in load_winners(path):
+            if (w.kernel, w.dtype, w.shape) == (request.spec.name, dtype, shape):
+                text = config_text(space.complete(parse_config_text(w.config)))
+                if text in kept and text not in found:
+                    found.append(text)
+    return found
 
 
 def first_pass(run: _Run, key: tuple[str, str], configs: list[dict], task_of,
