@@ -210,3 +210,28 @@ def test_the_gate_wants_a_winners_host_times_backed_by_rows(root, monkeypatch):
     problems = against_results(configs, held, results)
     assert len(problems) == 3 and all("host times 0.01" in p.reason and
                                       "tlab host-times" in p.reason for p in problems)
+
+
+def test_host_shift_names_the_eager_choices_a_slower_host_moved():
+    """GPU 40 us against the op's 40 us: tlab's launch of 19 us (x HOST_SLACK 2 = 38) leaves
+    the call GPU-bound, 33 us (66) makes the op the eager choice; the op's host is 1.5x too."""
+    from helpers.fixture_results import winner
+
+    def pair(shape, mine, op, p50=0.039, config="c"):
+        return winner(shape, config, p50_ms=p50, op_p50_ms=0.040, host_ms=mine / 1e3,
+                      op_host_ms=op / 1e3 if op else None)
+
+    before = [pair("1", 19, 8), pair("2", 10, 8), pair("3", 10, 8), pair("4", 10, None),
+              pair("5", 10, 8)]
+    after = [pair("1", 33, 12), pair("2", 12, 12), pair("3", 8, 12), pair("4", 12, 12),
+             pair("5", 12, 12, config="other")]  # 4: no pair before; 5: another config
+    shift = hosttimes.host_shift(before, after)
+    assert shift.winners == 3
+    assert shift.mine == pytest.approx(1.2) and shift.op == pytest.approx(1.5)
+    assert shift.moved == ["matmul bf16 1 (tlab -> the op)"]
+    text = shift.sentence()
+    assert "tlab's 1.20x, the op's 1.50x" in text and "moved at 1 of 3 winner(s)" in text
+    assert "matmul bf16 1 (tlab -> the op)" in text
+    assert "nothing to compare" in hosttimes.host_shift([], after).sentence()
+    many = hosttimes.host_shift(before[:1] * 8, after[:1] * 8)
+    assert many.sentence(shown=6).endswith("and 2 more")

@@ -41,7 +41,8 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
         raise TlabError("tlab host-times times a GPU's host and needs CUDA; none is visible")
     backend = prepare(False, kernel_modules, root)
     # late: `tlab --help` imports no torch, and triton only after `prepare`
-    from tritonbench_lab.gates.hosttimes import plan_kernel, time_kernel
+    from tritonbench_lab.data.store import load_winners
+    from tritonbench_lab.gates.hosttimes import host_shift, plan_kernel, time_kernel
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.measure.plan import job_footprint, pool_memory_budget
     from tritonbench_lab.measure.rows import new_run_id
@@ -68,6 +69,11 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
     timed = sum(time_kernel(plan, layout, fp, "cuda", console.print, run_id) for plan in plans)
     console.print(f"{timed} winner(s) timed on {fp.gpu}'s host (run {run_id}); rows in "
                   f"{layout.gpu_results(fp.gpu_slug) / 'host'}")
+    # Host times differ between hosts of one GPU model: say how far this one moved ops'
+    # eager choices, which the configs now rest on.
+    after = [w for plan in plans
+             for w in load_winners(layout.configs_file(fp.gpu_slug, plan.spec.name))]
+    console.print(host_shift([w for plan in plans for w in plan.held], after).sentence())
 
 
 def register(app: typer.Typer) -> None:

@@ -18,12 +18,17 @@ rows of one run go to results/<gpu>/host/<kernel>.csv, flushed per winner; then 
 file is written again from the results and host-times files (winners.py, rule 7), which
 changes its host-time columns and nothing else (anything else is refused, nothing written).
 Winners of another toolchain or source are skipped and named: sweep them again first.
+
+Host times differ between hosts of one GPU model, and the newest run's stand: host_shift
+says how far a run moved them from the configs' earlier ones and which of ops' eager choices
+at the tuned shapes changed sides with them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -37,6 +42,7 @@ from tritonbench_lab.measure.precompile import Job
 from tritonbench_lab.measure.source import source_hash
 from tritonbench_lab.measure.timing import HOST_CALLS, HOST_ROUND_MS, host_times
 from tritonbench_lab.runtime import launching
+from tritonbench_lab.runtime.dispatch import HOST_SLACK, eager_speedup
 from tritonbench_lab.shapes import shape_sizes
 from tritonbench_lab.spec import parse_dtype
 from tritonbench_lab.tuned import check_round_trip
@@ -180,6 +186,59 @@ def time_kernel(plan: KernelPlan, layout, fingerprint, device: str,
     write_table(configs_file, rewritten(plan.held, picked, configs_file), Winner)
     check_round_trip(spec, slug, layout.configs, picked)
     return len(plan.todo)
+
+
+@dataclass(frozen=True)
+class HostShift:
+    """How a host-times run moved the configs' host times: the medians of the new over the
+    old (tlab's and the op's, where both were recorded), and the winners where the eager
+    choice at the tuned shape (dispatch.eager_speedup, HOST_SLACK) changed sides."""
+
+    mine: float | None
+    op: float | None
+    moved: list[str]  # 'kernel dtype shape (the op -> tlab)'
+    winners: int  # with host times before and after
+
+    def sentence(self, shown: int = 6) -> str:
+        if not self.winners:
+            return "no host times were recorded in the configs before: nothing to compare"
+        side = (f"tlab's {self.mine:.2f}x, the op's {self.op:.2f}x"
+                if self.mine is not None and self.op is not None else "not comparable")
+        text = (f"this host's times over the configs' earlier ones (medians): {side}; the "
+                f"eager choice at the tuned shape moved at {len(self.moved)} of "
+                f"{self.winners} winner(s)")
+        if self.moved:
+            more = len(self.moved) - shown
+            text += ": " + ", ".join(self.moved[:shown]) + (f" and {more} more" if more > 0
+                                                            else "")
+        return text
+
+
+def host_shift(before: Iterable[Winner], after: Iterable[Winner]) -> HostShift:
+    """Compare configs rows before and after a host-times run (same kernel, dtype, shape
+    and config; rows without host times on either side are left out)."""
+    old = {(w.kernel, w.dtype, w.shape, w.config): w for w in before
+           if w.host_ms and w.op_host_ms}
+    mine, theirs, moved, winners = [], [], [], 0
+    for w in after:
+        was = old.get((w.kernel, w.dtype, w.shape, w.config))
+        if was is None or not (w.host_ms and w.op_host_ms):
+            continue
+        winners += 1
+        mine.append(w.host_ms / was.host_ms)
+        theirs.append(w.op_host_ms / was.op_host_ms)
+        sides = [_eager_side(x) for x in (was, w)]
+        if None not in sides and sides[0] != sides[1]:
+            moved.append(f"{w.kernel} {w.dtype} {w.shape} ({sides[0]} -> {sides[1]})")
+    middle = statistics.median
+    return HostShift(middle(mine) if mine else None, middle(theirs) if theirs else None,
+                     moved, winners)
+
+
+def _eager_side(w: Winner) -> str | None:
+    """Which runs a call at the winner's own shape eagerly, as ops decides it."""
+    ratio = eager_speedup(w, 1.0, HOST_SLACK)
+    return None if ratio is None else ("tlab" if ratio > 1.0 else "the op")
 
 
 def run_kernel(spec, layout, fingerprint, device: str, dtypes: Iterable[str] | None,
