@@ -27,6 +27,12 @@ def test_each_config_counts_once_by_its_standing_row_and_the_plan_counts_the_pru
                                   CRASH: "worker killed by SIGSEGV"}
     assert found.correct and found.winner.config == "ROWS=2 num_warps=4"
     assert found.counts_text() == "5 configs: 1 ok, 2 skipped, 1 wrong_result, 1 crash"
+    # the winner is a first-pass time: the one confirmation crashed, which the sweep says
+    assert found.failed_confirmations == 1
+    assert found.winner_note().startswith(" (a first-pass time: 1 confirmation(s) failed")
+    ok_now = dataclasses.replace(confirmed, status=OK, p50_ms=0.9, error="")
+    assert tally("softmax", "fp32", "64x1024", [first, other, ok_now], configs=2,
+                 skipped=0).winner_note() == ""
     none = tally("softmax", "fp32", "64x1024", [wrong, baseline], configs=1, skipped=0)
     assert not none.correct and none.winner is None and none.counts_text() == (
         "1 config: 1 wrong_result")

@@ -5,7 +5,7 @@ writes (row). Shared by the sweep, confirmation, first-pass, prior, device and t
 
 from __future__ import annotations
 
-from tritonbench_lab.data.records import OK, TRITON, Record
+from tritonbench_lab.data.records import CRASH, OK, TRITON, Record
 from tritonbench_lab.measure.env import Fingerprint
 from tritonbench_lab.measure.plan import SweepRequest
 from tritonbench_lab.measure.worker import Outcome
@@ -41,7 +41,8 @@ HOST_MS: dict[str, float] = {}  # a scripted confirmation's host time by name; e
 
 
 class ScriptedWorker:
-    """Answers each task with the next of its scripted p50 times; logs tasks and stops."""
+    """Answers each task with the next of its scripted p50 times (None: a crash); logs
+    tasks and stops."""
 
     def __init__(self, times: dict[str, list[float]], log: list[str]):
         self.times = {k: list(v) for k, v in times.items()}
@@ -53,6 +54,8 @@ class ScriptedWorker:
         self.log.append(name)
         self.budgets.append(task.bench)
         p50 = self.times[name].pop(0)  # a GPU worker times a confirmation's host too
+        if p50 is None:  # scripted as a crash (the worker out of memory)
+            return Outcome(CRASH, "OutOfMemoryError: scripted", compile_s=0.1)
         host = HOST_MS.get(name, p50 / 10) if task.host_time else None
         return Outcome(OK, "", 0.0, p50, p50, p50, 0.1, host_ms=host)
 

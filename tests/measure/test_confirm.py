@@ -285,6 +285,28 @@ def test_a_sweep_confirms_the_configs_other_gpus_won_at_the_shape(tmp_path, monk
     assert [entry for entry in log if entry not in ("stop", "new")] == []
 
 
+def test_a_confirmation_whose_every_config_crashed_is_done_again_by_the_next_run(
+        tmp_path, monkeypatch):
+    """Every config's confirmation crashed (the fresh worker out of memory): the winner would
+    be a first-pass time, so the shape is not finished and the next run confirms it."""
+    times = {b: [2.0, 2.0] for b in BASELINES}
+    times |= {"w=1": [1.0, None], "w=2": [1.1, None], "w=4": [1.2], "w=8": [1.3]}
+    log, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=1)
+    assert log[log.index("new", 1) + 1:-2] == ["w=1", *BASELINES, "w=2"]
+    assert not any(r.confirmed and r.status == "ok" for r in rows if r.provider == "triton")
+    assert "num_warps=4" in winner.config and winner.p50_ms == 1.2  # a first-pass time
+    # Run again, nothing is measured but the confirmation: set aside, the crashed rows no
+    # longer stand, so the first pass's leaders are confirmed in turn as in any run.
+    times = {b: [2.1] for b in BASELINES} | {"w=1": [1.3], "w=2": [1.15]}
+    log, rows, winner = scripted_sweep(tmp_path, monkeypatch, times, confirm=1)
+    assert [e for e in log if e not in ("stop", "new")] == ["w=1", *BASELINES, "w=2"]
+    assert "num_warps=2" in winner.config and winner.p50_ms == 1.15
+    assert winner.run_id == rows[-1].run_id
+    # A run whose confirmations are ok is finished: a third run measures nothing.
+    log, _, _ = scripted_sweep(tmp_path, monkeypatch, {}, confirm=1)
+    assert [e for e in log if e not in ("stop", "new")] == []
+
+
 @pytest.mark.parametrize("kept", [0, 1, 3], ids=["none", "a leader", "leaders and torch"])
 def test_a_sweep_cut_short_while_confirming_is_confirmed_whole_by_the_next_run(
         tmp_path, monkeypatch, kept):

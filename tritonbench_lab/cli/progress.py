@@ -158,6 +158,6 @@ class SweepProgress(SweepEvents):
         took = _seconds(time.monotonic() - began) if began is not None else "measured before"
         best = tally.winner
         winner = (f"winner {config_short(parse_config_text(best.config))} {best.p50_ms:.4g} ms"
-                  if best is not None else "no correct config")
+                  f"{tally.winner_note()}" if best is not None else "no correct config")
         self.say(f"{self.kernel} {tally.dtype} {tally.shape}: {tally.counts_text()}, {winner}, "
                  f"{took}")

@@ -23,6 +23,14 @@ class ShapeTally:
     counts: dict[str, int] = field(default_factory=dict)  # status -> configs, STATUSES order
     first_errors: dict[str, str] = field(default_factory=dict)  # failing status -> its error
     winner: Record | None = None  # the fastest correct config's row (winners.py's rule)
+    failed_confirmations: int = 0  # configs whose standing row is a failed confirmation
+
+    def winner_note(self) -> str:
+        """Where the winner is a first-pass time because the confirmations failed: so."""
+        if self.winner is None or self.winner.confirmed or not self.failed_confirmations:
+            return ""
+        return (f" (a first-pass time: {self.failed_confirmations} confirmation(s) failed; "
+                "the next sweep confirms the shape again)")
 
     @property
     def correct(self) -> bool:
@@ -59,8 +67,9 @@ def tally(kernel: str, dtype: str, shape: str, rows: list[Record], configs: int,
             first_errors[row.status] = shortened(row.error)
     counts = {s: by_status[s] for s in STATUSES if by_status.get(s)}
     errors = {s: first_errors[s] for s in STATUSES if s in first_errors}
+    failed = sum(row.confirmed and row.status != OK for row in standing)
     return ShapeTally(kernel, dtype, shape, configs, counts, errors,
-                      found[0].winner if found else None)
+                      found[0].winner if found else None, failed)
 
 
 def shortened(error: str, limit: int = ERROR_CHARS) -> str:

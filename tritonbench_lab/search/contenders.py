@@ -29,8 +29,10 @@ from __future__ import annotations
 
 from tritonbench_lab.data.records import (
     CONTEND,
+    CRASH,
     OK,
     SWEEP,
+    TIMEOUT,
     TRITON,
     Record,
     standing,
@@ -106,9 +108,12 @@ def confirmation_unfinished(rows: list[Record], count: int = 1,
                             baselines: set[str] | None = None) -> bool:
     """Whether a shape's confirmation is missing or was cut short: true unless the newest
     run that confirmed anything at it confirmed every baseline timed ok there (of
-    `baselines`, when given) and `count` Triton configs (as many as are ok, when fewer).
-    A sweep confirms a shape whole in one run (sweep.py), so the winner's run holds every
-    baseline it is compared with; a run killed half-way leaves fewer rows than that."""
+    `baselines`, when given) and `count` Triton configs (as many as are ok, when fewer),
+    one of them ok. A sweep confirms a shape whole in one run (sweep.py), so the winner's
+    run holds every baseline it is compared with; a run killed half-way leaves fewer rows
+    than that. A confirmation whose every config crashed or timed out (the fresh worker out
+    of memory beside the sweep's) chose nothing: the winner would be a first-pass time, so
+    the next run confirms the shape again."""
     confirmed = [r for r in rows if r.confirmed]
     if not confirmed:
         return True
@@ -116,5 +121,8 @@ def confirmation_unfinished(rows: list[Record], count: int = 1,
     timed = {r.provider for r in rows if r.provider != TRITON and r.status == OK and r.p50_ms
              and (baselines is None or r.provider in baselines)}
     ok_configs = {r.config for r in rows if r.provider == TRITON and r.status == OK and r.p50_ms}
-    configs = {r.config for r in newest if r.provider == TRITON}
-    return bool(timed - {r.provider for r in newest}) or len(configs) < min(count, len(ok_configs))
+    mine = [r for r in newest if r.provider == TRITON]
+    lost = bool(mine) and all(r.status in (CRASH, TIMEOUT) for r in mine) and bool(ok_configs)
+    configs = {r.config for r in mine}
+    return (bool(timed - {r.provider for r in newest}) or lost
+            or len(configs) < min(count, len(ok_configs)))
