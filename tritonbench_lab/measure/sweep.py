@@ -17,8 +17,8 @@ Per dtype and shape (a pipeline, schedule.py), on one or more devices (devices.p
    configs into the top `confirm`, for at most `confirm` more rounds; then the configs
    that other GPUs' configs files hold as winners at the shape (carried_winners). A shape
    is confirmed when this run measured it, or when its newest confirmation was cut short
-   (a kill while confirming: contenders.confirmation_unfinished); a finished sweep run
-   again measures nothing. A shape is confirmed whole, in one run: earlier runs'
+   or lost (a kill while confirming, every config's confirmation crashed:
+   contenders.confirmation_unfinished); a finished sweep run again measures nothing. A shape is confirmed whole, in one run: earlier runs'
    confirmations at it are set aside and their configs confirmed again, so that the
    winner's run holds every baseline it is compared with (winners.py, rule 5).
 
