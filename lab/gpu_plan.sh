@@ -19,6 +19,11 @@
 #                                       #   8192^3, where the H200's config ran 0.937x the
 #                                       #   H100's own winner's time, swept again, host-times,
 #                                       #   and fp8's portability again
+#   bash lab/gpu_plan.sh reconfirm      # the H100: softmax fp32's two shapes whose 12-06
+#                                       #   confirmations ran out of memory confirmed again
+#                                       #   (a resumed sweep does it), the H200's softmax fp32
+#                                       #   winners timed beside them, ops-bench on this
+#                                       #   host's times
 #   bash lab/gpu_plan.sh models         # issue 51 on either GPU: the model-bench's shapes
 #                                       #   recorded (lab/record_model_shapes.py) and swept
 #                                       #   (--shapes-from, prior search), host-times, then
@@ -53,7 +58,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 ROOT=${ROOT:-/root/plan}
 DEADLINE=${DEADLINE:-560}
-[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability, refresh or models" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "which plan? sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability, refresh, reconfirm or models" >&2; exit 2; }
 begin=$(date +%s)
 if [ ! -d "$ROOT" ]; then
   mkdir -p "$ROOT"
@@ -174,6 +179,12 @@ case "$plan" in
     "fp8-8192-again|200|sweep matmul_fp8 --dtype fp8e4m3 --fresh --shapes 8192x8192x8192"
     "host-times-refresh|60|host-times"
     "portability-fp8-again|60|portability nvidia-h200 --kernel matmul_fp8") ;;
+  reconfirm)
+    [ "$slug" = nvidia-h100-80gb-hbm3 ] || { echo "reconfirm skipped: it needs an H100, this is $slug"; continue; }
+    STEPS+=(
+    "softmax-fp32-reconfirm|60|sweep softmax --dtype fp32"
+    "portability-softmax-fp32|50|portability nvidia-h200 --kernel softmax --dtype fp32"
+    "ops-bench-refresh|200|ops-bench --out $ROOT/logs/ops-bench-refresh.md") ;;
   portability)  # the H100's winners timed on an H200: one step per kernel (the matmul family
     # first), so that a call short of device time starts the steps that fit; each estimate
     # from the pairs it times (the H200's winners on the H100: 4 s a matmul pair, 2.7 s a
@@ -206,7 +217,7 @@ PY
     "mb-1b-decode|90|model-bench --width 1b --workload decode --out $ROOT/logs/mb-1b-decode.md"
     "mb-7b-decode|90|model-bench --width 7b --workload decode --out $ROOT/logs/mb-7b-decode.md")
     ;;
-  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability, refresh or models" >&2; exit 2 ;;
+  *) echo "unknown plan $plan: sweeps, gates, followup, turns, rule, next, loops, addmm, last, bind, paired, slack, slack2, portability, refresh, reconfirm or models" >&2; exit 2 ;;
 esac
 done
 

@@ -18,9 +18,10 @@ Per dtype and shape (a pipeline, schedule.py), on one or more devices (devices.p
    that other GPUs' configs files hold as winners at the shape (carried_winners). A shape
    is confirmed when this run measured it, or when its newest confirmation was cut short
    or lost (a kill while confirming, every config's confirmation crashed:
-   contenders.confirmation_unfinished); a finished sweep run again measures nothing. A shape is confirmed whole, in one run: earlier runs'
-   confirmations at it are set aside and their configs confirmed again, so that the
-   winner's run holds every baseline it is compared with (winners.py, rule 5).
+   contenders.confirmation_unfinished); a finished sweep run again measures nothing. A
+   shape is confirmed whole, in one run: earlier runs' confirmations at it are set aside
+   and their configs confirmed again, so that the winner's run holds every baseline it is
+   compared with (winners.py, rule 5).
 
 On a GPU the configs are compiled in a pool of processes (precompile.CompilePool), each
 config's jobs at every shape after its first, and each task is timed once its own compile is
