@@ -71,6 +71,9 @@ nvidia-smi --query-gpu=name,serial,driver_version --format=csv,noheader | tee -a
 slug=$(python3 -c "import torch; from tritonbench_lab.data.layout import slugify; \
 print(slugify(torch.cuda.get_device_name()))")
 
+# A plan for one GPU says so and adds nothing on another.
+runs_on() { [ "$slug" = "$1" ] || { echo "$plan skipped: it needs $1, this is $slug"; return 1; }; }
+
 # name | estimate in s | command (run as `python3 -m tritonbench_lab COMMAND --root ROOT`)
 STEPS=()
 for plan in "$@"; do
@@ -173,14 +176,14 @@ case "$plan" in
     "ops-bench-9-$slug|160|ops-bench --out $ROOT/logs/ops-bench-9-$slug.md"
     "launch-profile-fast-$slug|40|lab/launch_profile.py --fast") ;;
   refresh)
-    [ "$slug" = nvidia-h100-80gb-hbm3 ] || { echo "refresh skipped: it needs an H100, this is $slug"; continue; }
+    runs_on nvidia-h100-80gb-hbm3 || continue
     STEPS+=(
     "portability-softmax-again|70|portability nvidia-h200 --kernel softmax"
     "fp8-8192-again|200|sweep matmul_fp8 --dtype fp8e4m3 --fresh --shapes 8192x8192x8192"
     "host-times-refresh|60|host-times"
     "portability-fp8-again|60|portability nvidia-h200 --kernel matmul_fp8") ;;
   reconfirm)
-    [ "$slug" = nvidia-h100-80gb-hbm3 ] || { echo "reconfirm skipped: it needs an H100, this is $slug"; continue; }
+    runs_on nvidia-h100-80gb-hbm3 || continue
     STEPS+=(
     "softmax-fp32-reconfirm|60|sweep softmax --dtype fp32"
     "portability-softmax-fp32|50|portability nvidia-h200 --kernel softmax --dtype fp32"
@@ -190,7 +193,7 @@ case "$plan" in
     # from the pairs it times (the H200's winners on the H100: 4 s a matmul pair, 2.7 s a
     # row-kernel pair). A kernel with rows in the committed results is done (a new checkout
     # has no logs/done/).
-    [ "$slug" = nvidia-h200 ] || { echo "portability skipped: it needs an H200, this is $slug"; continue; }
+    runs_on nvidia-h200 || continue
     while read -r kernel estimate; do
       STEPS+=("portability-of-h100-$kernel|$estimate|portability nvidia-h100-80gb-hbm3 --kernel $kernel")
     done < <(python3 - <<'PY'

@@ -235,3 +235,25 @@ def test_host_shift_names_the_eager_choices_a_slower_host_moved():
     assert "nothing to compare" in hosttimes.host_shift([], after).sentence()
     many = hosttimes.host_shift(before[:1] * 8, after[:1] * 8)
     assert many.sentence(shown=6).endswith("and 2 more")
+
+
+def test_a_run_says_how_far_it_moved_the_configs_host_times(root, monkeypatch):
+    """What `tlab host-times` prints last (shift_since over the plans it timed): nothing to
+    compare on a first run; a host twice as slow on the next."""
+    from tritonbench_lab.kernels import get_spec
+
+    def timed_with(scale):
+        def fake(spec, winner, device, seed=0):
+            index = ["64x1024", "64x4096", "64x16384"].index(winner.shape)
+            return hosttimes.Timed(scale * (10 + index) / 1e3, scale * 7 / 1e3, 20)
+        monkeypatch.setattr(hosttimes, "time_winner", fake)
+        plan = hosttimes.plan_kernel(get_spec("softmax"), root, FP, None, lambda _: None)
+        hosttimes.time_kernel(plan, root, FP, "cpu", lambda _: None, f"run-{scale}")
+        return hosttimes.shift_since([plan], root, SLUG)
+
+    first = timed_with(1)
+    assert first.winners == 0 and "nothing to compare" in first.sentence()
+    second = timed_with(2)
+    assert second.winners == 3
+    assert (second.mine, second.op) == (pytest.approx(2.0), pytest.approx(2.0))
+    assert "tlab's 2.00x, the op's 2.00x" in second.sentence()

@@ -41,8 +41,7 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
         raise TlabError("tlab host-times times a GPU's host and needs CUDA; none is visible")
     backend = prepare(False, kernel_modules, root)
     # late: `tlab --help` imports no torch, and triton only after `prepare`
-    from tritonbench_lab.data.store import load_winners
-    from tritonbench_lab.gates.hosttimes import host_shift, plan_kernel, time_kernel
+    from tritonbench_lab.gates.hosttimes import plan_kernel, shift_since, time_kernel
     from tritonbench_lab.kernels import get_spec
     from tritonbench_lab.measure.plan import job_footprint, pool_memory_budget
     from tritonbench_lab.measure.rows import new_run_id
@@ -71,9 +70,7 @@ def host_times(root: Root = Path("."), kernels: Kernels = None, dtype: Dtypes = 
                   f"{layout.gpu_results(fp.gpu_slug) / 'host'}")
     # Host times differ between hosts of one GPU model: say how far this one moved ops'
     # eager choices, which the configs now rest on.
-    after = [w for plan in plans
-             for w in load_winners(layout.configs_file(fp.gpu_slug, plan.spec.name))]
-    console.print(host_shift([w for plan in plans for w in plan.held], after).sentence())
+    console.print(shift_since(plans, layout, fp.gpu_slug).sentence())
 
 
 def register(app: typer.Typer) -> None:

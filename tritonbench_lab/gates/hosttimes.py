@@ -235,6 +235,14 @@ def host_shift(before: Iterable[Winner], after: Iterable[Winner]) -> HostShift:
                      moved, winners)
 
 
+def shift_since(plans: Iterable[KernelPlan], layout, slug: str) -> HostShift:
+    """host_shift of the plans' configs files as they were planned and as they are now
+    (after time_kernel wrote them again)."""
+    plans = list(plans)
+    after = [w for plan in plans for w in load_winners(layout.configs_file(slug, plan.spec.name))]
+    return host_shift([w for plan in plans for w in plan.held], after)
+
+
 def _eager_side(w: Winner) -> str | None:
     """Which runs a call at the winner's own shape eagerly, as ops decides it."""
     ratio = eager_speedup(w, 1.0, HOST_SLACK)

@@ -288,7 +288,7 @@ def carried_winners(request: SweepRequest, dtype: str, shape: str, kept: set[str
     BEATEN), sweeping that shape again settles it, for one confirmation per GPU."""
     found: list[str] = []
     space, own = request.space, {request.fingerprint.gpu_slug, INTERPRETER_SLUG}
-    for path in sorted(request.layout.configs.glob(f"*/{request.spec.name}.csv")):
+    for path in request.layout.config_files([request.spec.name]):
         if path.parent.name in own:
             continue
         for w in load_winners(path):
