@@ -87,11 +87,13 @@ def test_the_sweep_compiles_ahead_only_triton_configs_on_a_gpu(monkeypatch):
              Task("k", "triton", (64,), "fp32", {"BLOCK": 32}, 0)]
     import torch
 
+    from tritonbench_lab.measure.cases import CASES_MEMORY_SHARE
     from tritonbench_lab.measure.plan import job_footprint
     from tritonbench_lab.spec import Cost
 
     # Inputs and outputs of 1000 bytes: a timing worker holds them twice and a float64
-    # reference of 250 fp32 values (4000 bytes); two workers may at once.
+    # reference of 250 fp32 values (4000 bytes), or its kept cases' share of the device,
+    # which is more here; two workers may at once.
     spec = SimpleNamespace(cost=lambda shape, dtype: Cost(flops=0, bytes=1000))
     request = SimpleNamespace(interpret=False, jobs=8, kernel_modules=("m.py",),
                               timeouts=SimpleNamespace(first_call_s=50.0), spec=spec,
@@ -101,7 +103,11 @@ def test_the_sweep_compiles_ahead_only_triton_configs_on_a_gpu(monkeypatch):
     assert pool is made_pool and processes == 8
     assert [j.config for j in pool.submitted] == [{"BLOCK": 16}, {"BLOCK": 32}]  # timing order
     assert options["stall_s"] == 50.0 and options["kernel_modules"] == ("m.py",)
-    assert options["memory_budget"] == (10**9 - 2 * 4000) // 2
+    assert options["memory_budget"] == (10**9 - 2 * int(10**9 * CASES_MEMORY_SHARE)) // 2
+    request.free_bytes = 10_000  # the share is less than one case: two cases are held
+    assert made.clear() or sweep.start_pool(request, tasks, sweep.SweepEvents())
+    assert made[0][2]["memory_budget"] == (10_000 - 2 * 4000) // 2
+    request.free_bytes = 10**9
     assert options["footprint_of"] is job_footprint
     for interpret, count in ((True, 8), (False, 1)):
         request.interpret, request.jobs = interpret, count

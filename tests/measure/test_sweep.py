@@ -296,7 +296,7 @@ def test_memory_estimate():
 
     from tritonbench_lab.kernels.matmul import SPEC as MATMUL
     from tritonbench_lab.kernels.softmax import SPEC as SOFTMAX_SPEC
-    from tritonbench_lab.measure.plan import memory_estimate
+    from tritonbench_lab.measure.cases import memory_estimate
 
     # softmax fp32 37x129: 38,184 bytes in and out, twice, plus 9,546 elements in float64.
     assert memory_estimate(SOFTMAX_SPEC, SOFTMAX_SPEC.shape(37, 129), torch.float32) == (
@@ -312,7 +312,8 @@ def test_check_request_refuses_what_does_not_fit(tmp_path):
     import torch
 
     from tritonbench_lab.kernels.softmax import SPEC
-    from tritonbench_lab.measure.plan import check_request, memory_estimate
+    from tritonbench_lab.measure.cases import memory_estimate
+    from tritonbench_lab.measure.plan import check_request
 
     shape = SPEC.shape(64, 1000)
     need = memory_estimate(SPEC, shape, torch.float32)

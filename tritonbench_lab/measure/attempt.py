@@ -26,7 +26,7 @@ from tritonbench_lab.data.records import (
     WRONG_RESULT,
 )
 from tritonbench_lab.measure import children
-from tritonbench_lab.measure.cases import KeptCases
+from tritonbench_lab.measure.cases import KeptCases, memory_estimate
 from tritonbench_lab.measure.timing import BOTH_CLOCKS_BELOW_MS, BenchOptions, Timed, host_ms, time_call
 
 
@@ -106,7 +106,7 @@ class Attempts:
             self.cases.put(self.case_key, (self.inputs, self.reference, self.leader_ms))
         self.inputs = self.reference = self.leader_ms = self.case_key = None
         self.inputs, self.reference, self.leader_ms = self.cases.take(
-            key, lambda: self._make_case(spec, task))
+            key, lambda: self._make_case(spec, task), need=_case_bytes(spec, task))
         self.case_key = key
 
     def _make_case(self, spec, task: Task):
@@ -200,3 +200,10 @@ class Attempts:
                 or self.leader_ms < BOTH_CLOCKS_BELOW_MS:
             return None
         return bench.cut_factor * self.leader_ms
+
+
+def _case_bytes(spec, task: Task) -> int:
+    # late: `tlab --help` imports no torch
+    from tritonbench_lab.spec import parse_dtype
+
+    return memory_estimate(spec, spec.shape(*task.sizes), parse_dtype(task.dtype))

@@ -20,6 +20,7 @@ from tritonbench_lab.data.layout import Layout
 from tritonbench_lab.data.records import CONFIRM, CONTEND, KEY_COLUMNS, SWEEP, TRITON, Record
 from tritonbench_lab.data.store import check_appendable
 from tritonbench_lab.errors import TlabError
+from tritonbench_lab.measure.cases import memory_estimate, worker_bytes
 from tritonbench_lab.measure.env import (
     INTERPRETER,
     Fingerprint,
@@ -224,13 +225,6 @@ def parse_baselines(text: str | None) -> tuple[str, ...] | None:
     return () if names == ("none",) else names
 
 
-def memory_estimate(spec: KernelSpec, shape: Shape, dtype) -> int:
-    """Device bytes one shape needs: inputs and outputs (the cost model's bytes), a second
-    set of outputs (a baseline's), and the float64 reference of the outputs."""
-    cost = spec.cost(shape, dtype)
-    return 2 * cost.bytes + cost.bytes // dtype.itemsize * 8
-
-
 def job_footprint(job) -> int:
     """Device bytes a compile job (precompile.Job) holds while it compiles: its inputs and
     outputs, the cost model's bytes."""
@@ -250,10 +244,12 @@ def pool_memory_budget(free_bytes: int, held_by_workers: int = 0) -> int:
 
 def sweep_pool_budget(request: SweepRequest) -> int:
     """The pool's budget in a sweep: beside it, two timing workers (the sweep's and a fresh
-    one confirming) may each hold the largest shape (memory_estimate)."""
+    one confirming) may each hold their kept cases' share of the device or the largest shape
+    (cases.worker_bytes; the free memory stands for the device's, a context short)."""
     largest = max((memory_estimate(request.spec, shape, dtype)
                    for shape in request.shapes for dtype in request.dtypes), default=0)
-    return pool_memory_budget(request.free_bytes, 2 * largest)
+    return pool_memory_budget(request.free_bytes,
+                              2 * worker_bytes(largest, request.free_bytes))
 
 
 def interpreter_seconds(request: SweepRequest, shape: Shape, configs: list
