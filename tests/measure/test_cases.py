@@ -55,6 +55,15 @@ def test_bytes_limit_counts_the_next_case():
     assert cases.kept == {}
 
 
+def test_bytes_are_the_storages_views_hold_counted_once():
+    g = torch.Generator().manual_seed(7)
+    base = torch.randn(64, 128, generator=g)
+    strided = base[:, ::2]  # half the elements, all of the storage
+    cases = KeptCases(budget_bytes=1 << 30)
+    cases.put("a", ({"x": strided, "y": base.T}, strided.double(), 0.5))
+    assert cases.held_bytes() == 64 * 128 * 4 + 64 * 64 * 8
+
+
 def test_out_of_memory_beside_kept_cases_lets_go_of_them_and_tries_again():
     cases = KeptCases()
     cases.put("a", case(8, 1))

@@ -72,8 +72,8 @@ class KeptCases:
         return make()
 
     def held_bytes(self) -> int:
-        """Bytes of the tensors the kept cases hold."""
-        return sum(_tensor_bytes(case) for case in self.kept.values())
+        """Bytes of the storages the kept cases' tensors hold."""
+        return sum(_storages(list(self.kept.values()), {}).values())
 
     def _over_budget(self, need: int) -> bool:
         if self.budget_bytes is None and self.on_gpu:
@@ -93,14 +93,19 @@ class KeptCases:
             torch.cuda.empty_cache()
 
 
-def _tensor_bytes(value) -> int:
-    """Bytes of the tensors in a case's tuples, dicts and lists (a tensor has `nbytes`)."""
+def _storages(value, found: dict) -> dict:
+    """The storages under a case's tuples, dicts and lists, by address: a strided input is a
+    view of a larger one, and views of one storage count it once."""
     if isinstance(value, dict):
-        return sum(_tensor_bytes(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
-        return sum(_tensor_bytes(v) for v in value)
-    nbytes = getattr(value, "nbytes", None)
-    return nbytes if isinstance(nbytes, int) else 0
+        for v in value.values():
+            _storages(v, found)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _storages(v, found)
+    elif hasattr(value, "untyped_storage"):
+        storage = value.untyped_storage()
+        found[storage.data_ptr()] = storage.nbytes()
+    return found
 
 
 def _out_of_memory(err: BaseException) -> bool:
