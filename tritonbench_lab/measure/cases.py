@@ -73,7 +73,7 @@ class KeptCases:
 
     def held_bytes(self) -> int:
         """Bytes of the storages the kept cases' tensors hold."""
-        return sum(_storages(list(self.kept.values()), {}).values())
+        return storage_bytes(list(self.kept.values()))
 
     def _over_budget(self, need: int) -> bool:
         if self.budget_bytes is None and self.on_gpu:
@@ -91,6 +91,11 @@ class KeptCases:
             import torch
 
             torch.cuda.empty_cache()
+
+
+def storage_bytes(value) -> int:
+    """Bytes of the storages the tensors under `value` (tuples, dicts, lists) hold."""
+    return sum(_storages(value, {}).values())
 
 
 def _storages(value, found: dict) -> dict:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tritonbench_lab.measure import children
+from tritonbench_lab.measure.cases import storage_bytes
 from tritonbench_lab.space import config_text
 
 # (kernel, sizes, dtype, seed, config text) of one task: what the pool compiles.
@@ -154,7 +155,7 @@ def shape_inputs(job: Job, make: Callable[[], dict]) -> dict:
 def give_back_large_inputs() -> None:
     """After a compile: forget kept inputs larger than KEEP_INPUTS_BYTES and return their
     memory to the device, so that an idle pool process holds no large shape."""
-    held = sum(_tensor_bytes(v) for inputs in _inputs.values() for v in inputs.values())
+    held = storage_bytes(list(_inputs.values()))
     if held > KEEP_INPUTS_BYTES:
         _inputs.clear()
         # late: `tlab --help` imports no torch
@@ -162,11 +163,6 @@ def give_back_large_inputs() -> None:
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-
-
-def _tensor_bytes(value) -> int:
-    nbytes = getattr(value, "nbytes", None)
-    return nbytes if isinstance(nbytes, int) else 0
 
 
 # --- in the sweep -------------------------------------------------------------------------
