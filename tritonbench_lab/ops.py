@@ -17,7 +17,7 @@ has no bias epilogue: see its docstring). The decision, made once per kernel, dt
 shape and device, is runtime/dispatch.py's, and `explain` (or `tlab explain`) says what it is
 and why.
 
-Two kinds of call go elsewhere, decided before anything else:
+Some calls go elsewhere, decided before anything else:
 
 - Where autograd needs the result (grad enabled and an input that requires grad), the
   PyTorch op: tlab's kernels are forward-only, and the op's gradient is the right one. In
@@ -28,6 +28,10 @@ Two kinds of call go elsewhere, decided before anything else:
   in_compiled_graph: it must also beat the op's compiled form; the compiler fuses the op),
   else a node that makes the eager per-shape decision when it runs, as it does for every
   shape a dynamic dimension takes.
+  Under a TorchDispatchMode (FakeTensorMode, make_fx's tracing, FlopCounterMode) alike:
+  the mode sees that op, with a fake for tensors without data.
+- Under torch.func's transforms (vmap, functionalize, jvp), and for meta tensors, the
+  PyTorch op: a launch cannot read their tensors, and the op has their rules.
 
 An eager loop calling an op at one shape where the op is host-bound (a decode step) binds it
 once: `sm = bind(softmax, x)` is, where ops calls the PyTorch op for x, that op itself (its
@@ -80,6 +84,7 @@ from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public d
 )
 from tritonbench_lab.runtime.own_kernels import TunedKernel, kernel  # re-exported
 from tritonbench_lab.runtime.padded_linear import PAD_TO, PaddedLinear  # re-exported
+from tritonbench_lab.spec import triton_interpreting
 
 __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
            "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
@@ -89,32 +94,45 @@ __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear"
 # What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
 _DTYPES = {name: frozenset(get_spec(name).dtypes) for name in
            ("matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add")}
-GRAD, GRAPH = "grad", "graph"
+GRAD, GRAPH, NO_DATA = "grad", "graph", "no data"
 
 
 def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
-    """GRAD where autograd needs this call's result, GRAPH inside torch.compile, else None
-    (the eager path: the per-shape decision)."""
+    """Where a call goes before its per-shape decision: GRAD where autograd needs its result;
+    GRAPH inside torch.compile and under a TorchDispatchMode (FakeTensorMode, make_fx's
+    tracing, FlopCounterMode), which then sees one registered op with a fake; NO_DATA (the
+    PyTorch op, which they know) under torch.func's transforms (vmap, functionalize, jvp),
+    whose wrapped tensors a launch cannot read, and for a meta tensor in Triton's
+    interpreter (on a GPU host, meta tensors are not on a GPU and take the op anyway). None:
+    the eager path, the per-shape decision."""
     if _grad_enabled():  # a loop only then: under inference_mode or no_grad, one call
         for t in tensors:
             if t is not None and t.requires_grad:
                 return GRAD
-    return GRAPH if _compiling() else None
+    if _compiling() or _modes():
+        return GRAPH
+    if _transforms() or (_INTERPRETING and tensors[0].is_meta):
+        return NO_DATA
+    return None
 
 
 # Bound once: each call of an op reads them (module attribute lookups cost on every call).
 _grad_enabled, _compiling = torch.is_grad_enabled, torch.compiler.is_compiling
+_modes, _transforms = torch._C._len_torch_dispatch_stack, torch._C._are_functorch_transforms_active
+# read once, as Triton reads it: set before the first import (meta tensors' rule, _elsewhere)
+_INTERPRETING = triton_interpreting()
 _monotonic, _file_state, _op_only = time.monotonic, _dispatch._file_state, _dispatch.op_only
 _never = _dispatch.never
 
 
 # The fast path, inlined at the top of each op (a function call costs host time): a call's
-# key (the op's name and what its decision reads from the inputs; none under compile) found
-# in op_only, with the configs looked at within RECHECK_S (_file_state[2]: until when) and no
-# CUDA graph being captured where that matters, goes straight to the PyTorch op; _remember
-# puts the key there once the op's eager plan says so (dispatch.remember). It asks nothing of
-# autograd: where an input requires grad, ops calls the same op (the GRAD path), so a known
-# key is right either way, and each check costs every call.
+# key (the op's name and what its decision reads from the inputs; none under compile or a
+# dispatch mode, where a size may be symbolic and no dict can hash it) found in op_only, with
+# the configs looked at within RECHECK_S (_file_state[2]: until when) and no CUDA graph being
+# captured where that matters, goes straight to the PyTorch op; _remember puts the key there
+# once the op's eager plan says so (dispatch.remember). It asks nothing of autograd: where an
+# input requires grad, ops calls the same op (the GRAD path), so a known key is right either
+# way, and each check costs every call.
 
 
 _remember = _dispatch.remember  # after a call that ran the PyTorch op
@@ -183,7 +201,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
     if a.dim() > 2 and b.dim() == 2 and out is None and a.is_contiguous() and a.numel():
         return matmul(a.view(-1, a.shape[-1]), b).view(*a.shape[:-1], -1)
     fast = None  # the fast path (above _remember): where the op is known to run
-    if not _compiling():
+    if not (_compiling() or _modes()):
         fast = ("matmul", a.shape, b.shape, a.dtype, b.dtype, a.get_device())
         if out is None and (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
@@ -227,7 +245,7 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     if a.dim() > 2 and b.dim() == 2 and out is None and a.is_contiguous() and a.numel():
         return matmul_gelu(a.view(-1, a.shape[-1]), b, bias, approximate).view(*a.shape[:-1], -1)
     fast = None  # the fast path (above _remember); a key holds a valid form only
-    if not _compiling():
+    if not (_compiling() or _modes()):
         fast = ("matmul_gelu", approximate, a.shape, b.shape, a.dtype, b.dtype, a.get_device())
         if out is None and (asks := _op_only.get(fast)) is not None and _monotonic() < (
                 _file_state[2]) and (asks is _never or not asks()):
@@ -261,7 +279,7 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     if x.dim() > 2 and out is None and x.is_contiguous() and x.numel():
         return softmax(x.view(-1, x.shape[-1])).view(x.shape)
     fast = None  # the fast path (above _remember)
-    if not _compiling():
+    if not (_compiling() or _modes()):
         fast = ("softmax", x.shape, x.dtype, x.get_device())
         if out is None and (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
@@ -309,7 +327,7 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor | None, eps: float = _rmsnorm.
             done := _rmsnorm_aside(x, weight, eps, residual)) is not None:
         return done
     fast = None  # the fast path (above _remember)
-    if residual is None and not _compiling():
+    if residual is None and not (_compiling() or _modes()):
         fast = ("rmsnorm", x.shape, x.dtype, weight.dtype, x.get_device())
         if (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
@@ -350,7 +368,7 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     if x.dim() > 2 and x.is_contiguous() and x.numel():
         return layernorm(x.view(-1, x.shape[-1]), weight, bias, eps).view(x.shape)
     fast = None  # the fast path (above _remember)
-    if not _compiling():
+    if not (_compiling() or _modes()):
         fast = ("layernorm", x.shape, x.dtype, x.get_device())
         if (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
@@ -379,7 +397,7 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
     shape (the sweeps tune q and k of one shape; with fewer k heads both the kernel and the
     PyTorch op have less of k to do)."""
     fast = None  # the fast path (above _remember)
-    if not _compiling():
+    if not (_compiling() or _modes()):
         fast = ("rope", q.shape, q.dtype, q.get_device())
         if (asks := _op_only.get(fast)) is not None and _monotonic() < _file_state[2] and (
                 asks is _never or not asks()):
@@ -412,7 +430,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """x + y for contiguous tensors of one shape and dtype (any number of dims); a y that is a
     Python number takes torch.add."""
     fast = None  # the fast path (above _remember)
-    if not _compiling():
+    if not (_compiling() or _modes()):
         fast = ("add", x.shape, x.dtype, x.get_device())
         if (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):

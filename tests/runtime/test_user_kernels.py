@@ -387,3 +387,34 @@ def test_under_vmap_the_op_runs(project):
             for s in (1, 2))
     torch.testing.assert_close(torch.func.vmap(lambda a, b: axpy(x=a, y=b))(x, y),
                                ALPHA * x + y)
+
+
+def test_fake_tensors_and_make_fx_see_the_registered_op(project):
+    """Under a TorchDispatchMode the call is the registered op: a fake result of the op's
+    shape; make_fx's graph holds the op's node, and runs tlab's kernel when replayed."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    _kernel_module(project, "axpy_traced")
+    _tuned_at_1000(project, "axpy_traced")
+    axpy = ops.kernel("axpy_traced", module="kernels/axpy_traced.py")
+    x, y = _inputs(1000)
+    with torch.no_grad(), FakeTensorMode() as mode:
+        out = axpy(x=mode.from_tensor(x), y=mode.from_tensor(y))
+    assert isinstance(out, FakeTensor) and out.shape == x.shape
+    with torch.no_grad():
+        graph = make_fx(lambda a, b: axpy(x=a, y=b), tracing_mode="symbolic")(x, y)
+        assert any(t.startswith("tlab.kernel_axpy_traced_") for t in _targets(graph.graph))
+        library.opaque_calls.clear()
+        torch.testing.assert_close(graph(x, y), ALPHA * x + y)
+    assert sum(library.opaque_calls.values()) == 1
+
+
+def test_meta_tensors_get_the_ops_meta_result(project):
+    _kernel_module(project, "axpy_meta")
+    _tuned_at_1000(project, "axpy_meta")
+    axpy = ops.kernel("axpy_meta", module="kernels/axpy_meta.py")
+    x, y = (t.to("meta") for t in _inputs(1000))
+    with torch.no_grad():
+        out = axpy(x=x, y=y)
+    assert out.is_meta and out.shape == x.shape

@@ -2,9 +2,11 @@
 `tritonbench_lab.ops.kernel(name)` gives a TunedKernel, which runs tlab's kernel under the
 committed config where the measurements say it beats the PyTorch op (the spec's `torch`
 baseline) and that op elsewhere, by dispatch.py's rule, as every op of ops.py does; the op
-also where autograd needs it, an input tensor is not contiguous, or vmap batches the call.
+also where autograd needs it, an input tensor is not contiguous or holds no data (a meta
+tensor), or vmap batches the call.
 
-Under torch.compile a call is one registered op, `torch.ops.tlab.kernel_<name>_<folder tag>`
+Under torch.compile, and under a TorchDispatchMode (FakeTensorMode, make_fx's tracing), a call
+is one registered op, `torch.ops.tlab.kernel_<name>_<folder tag>`
 (runtime/library.py): dynamo cannot trace the decision (a memo, a clock, files). The op takes
 the call's inputs packed by kind, tensors, ints (symbolic under a dynamic shape) and floats,
 with a text naming each input and holding its constants (bools, strings, None), and runs the
@@ -32,7 +34,7 @@ PACKED = "(Tensor[] tensors, SymInt[] ints, float[] floats, str layout) -> Tenso
 # Between the layout's entries: repr() escapes it inside a string constant, so it never
 # appears in one.
 SEPARATOR = "\x1f"
-_compiling = torch.compiler.is_compiling
+_compiling, _modes = torch.compiler.is_compiling, torch._C._len_torch_dispatch_stack
 # A tensor of torch.func's transforms (vmap's batched ones): a Triton launch cannot read it.
 _transformed = torch._C._functorch.is_functorch_wrapped_tensor
 _newest: dict[str, TunedKernel] = {}  # registered op -> the TunedKernel made for it last
@@ -88,7 +90,7 @@ class TunedKernel:
         if self._accepted is not None and not inputs.keys() <= self._accepted:
             raise self._unknown(inputs)  # a misspelt name would pass unread
         try:
-            return self._in_graph(inputs) if _compiling() else self._eager(inputs)
+            return self._in_graph(inputs) if _compiling() or _modes() else self._eager(inputs)
         except KeyError as err:  # an input the kernel reads is missing: say which it takes
             raise self._missing(inputs) or err from err
 
@@ -131,11 +133,12 @@ class TunedKernel:
         the kernel takes; None where only the op can answer. Autograd needs the op's graph; a
         kernel is swept on make_inputs' contiguous tensors, so a strided view (x[:, ::2]) is
         not among the inputs its measurements and checks cover; a launch cannot read vmap's
-        batched tensors."""
+        batched tensors, nor meta tensors (which hold no data)."""
         tensor = next((t for t in tensors if t.dtype in self.spec.dtypes), None)
         if tensor is None or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
             return None
-        return tensor if all(t.is_contiguous() and not _transformed(t) for t in tensors) else None
+        return tensor if all(t.is_contiguous() and not _transformed(t) and not t.is_meta
+                             for t in tensors) else None
 
     def _in_graph(self, inputs: dict):
         """A call while dynamo traces: the registered op, which dynamo keeps as one node; the

@@ -1,0 +1,95 @@
+"""tritonbench_lab.ops where its inputs are not plain tensors of a device: under a
+TorchDispatchMode (fake tensors, make_fx's tracing) a call is the registered op, which the
+mode sees; under torch.func's transforms (vmap, functionalize) and for meta tensors, the
+PyTorch op. Each at a shape where tlab's kernel runs eagerly, so that a launch on tensors
+without data (what each raised before) would be tried."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from helpers.backend import INTERPRETING
+from helpers.fixture_results import winner, write_winners
+from helpers.ops_state import ops_reading
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from tritonbench_lab import ops, tuned
+from tritonbench_lab.runtime import dispatch, library
+
+SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
+ROWS, WIDTH = 33, 1000  # softmax's and rmsnorm's tuned shape
+
+
+@pytest.fixture
+def configs(tmp_path, monkeypatch):
+    """TEST DATA: softmax and rmsnorm fp32 winners at 33x1000, tlab's kernel 2x the op."""
+    write_winners(tmp_path / SLUG / "softmax.csv", [winner(
+        f"{ROWS}x{WIDTH}", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1", dtype="fp32",
+        kernel="softmax", p50_ms=1.0, op_p50_ms=2.0)])
+    write_winners(tmp_path / SLUG / "rmsnorm.csv", [winner(
+        f"{ROWS}x{WIDTH}", "ROWS=1 num_warps=4", dtype="fp32", kernel="rmsnorm",
+        p50_ms=1.0, op_p50_ms=2.0)])
+    with ops_reading(monkeypatch, tmp_path):
+        yield tmp_path
+
+
+def _x(device, rows=ROWS, *lead):
+    return torch.randn(*lead, rows, WIDTH, device=device,
+                       generator=torch.Generator(device=device).manual_seed(rows))
+
+
+def test_the_shape_runs_tlabs_kernel_eagerly(configs, device):
+    """The premise of every test here: at this shape a plain call launches tlab's kernel."""
+    x = _x(device)
+    with torch.no_grad():
+        torch.testing.assert_close(ops.softmax(x), torch.softmax(x.double(), -1).float())
+    assert dispatch.bound_launch("softmax", x.dtype, (ROWS, WIDTH), x.get_device()) is not None
+
+
+@pytest.mark.parametrize("op", ["softmax", "rmsnorm"])
+def test_fake_tensors_get_fake_results_of_the_ops_shape(configs, device, op):
+    x, weight = _x(device), torch.rand(WIDTH, device=device)
+    call = (lambda t, w: ops.softmax(t)) if op == "softmax" else ops.rmsnorm
+    with torch.no_grad(), FakeTensorMode() as mode:
+        out = call(mode.from_tensor(x), mode.from_tensor(weight))
+    assert isinstance(out, FakeTensor)
+    assert (out.shape, out.dtype, out.device) == (x.shape, x.dtype, x.device)
+
+
+@pytest.mark.parametrize("tracing_mode", ["real", "fake", "symbolic"])
+def test_make_fx_records_the_registered_op_and_its_graph_runs_tlabs_kernel(
+        configs, device, tracing_mode):
+    x = _x(device)
+    with torch.no_grad():
+        graph = make_fx(lambda t: ops.softmax(t), tracing_mode=tracing_mode)(x)
+        called = {str(n.target) for n in graph.graph.nodes if n.op == "call_function"}
+        assert called == {"tlab.softmax_eager.default"}
+        library.opaque_calls.clear()
+        out = graph(x)
+    assert library.opaque_calls["softmax"] == 1
+    torch.testing.assert_close(out, torch.softmax(x.double(), -1).float())
+
+
+def test_vmap_and_functionalize_get_the_op(configs, device):
+    """vmap's batched tensors and functionalize's wrappers: a launch cannot read them."""
+    batch, weight = _x(device, ROWS, 3), torch.rand(WIDTH, device=device)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.vmap(ops.softmax)(batch), torch.softmax(batch, -1))
+        torch.testing.assert_close(
+            torch.vmap(lambda t: ops.rmsnorm(t, weight))(batch),
+            F.rms_norm(batch, (WIDTH,), weight, 1e-6), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(torch.func.functionalize(ops.softmax)(batch[0]),
+                                   torch.softmax(batch[0], -1))
+
+
+def test_meta_tensors_get_the_ops_meta_result(configs, device):
+    x = _x(device).to("meta")
+    with torch.no_grad():
+        out = ops.softmax(x)
+        y, h = ops.rmsnorm(x, torch.ones(WIDTH, device="meta"), 1e-6, x)
+    assert out.is_meta and out.shape == x.shape
+    assert y.is_meta and h.is_meta and y.shape == h.shape == x.shape
+    # and a plain call after them still runs tlab's kernel, correctly
+    real = _x(device)
+    with torch.no_grad():
+        torch.testing.assert_close(ops.softmax(real), torch.softmax(real.double(), -1).float())
