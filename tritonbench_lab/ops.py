@@ -514,13 +514,20 @@ def _may_run_rows(kernel: str, x: torch.Tensor) -> bool:
     return x.ndim == 2 and _may_run(kernel, x.dtype, tuple(x.shape), x.get_device())
 
 
+def _mm_flops(a_shape, b_shape, *_, **__) -> int:
+    """FlopCounterMode's count for a matmul's opaque node, which a dispatch mode sees where
+    tlab's kernel runs: 2*M*N*K, as it counts aten.mm and aten.addmm (bias, GELU uncounted)."""
+    return 2 * a_shape[0] * b_shape[1] * a_shape[1]
+
+
 _REGISTERED = {
     "matmul": library.define("matmul", in_graphs.scratch_not_kept(matmul), torch.matmul,
-                             lambda a, b: _may_run_matmul("matmul", a, b)),
+                             lambda a, b: _may_run_matmul("matmul", a, b), flops=_mm_flops),
     "matmul_gelu": library.define(
         "matmul_gelu", in_graphs.scratch_not_kept(matmul_gelu), _torch_matmul_gelu,
         lambda a, b, bias, approximate: approximate in _GELU_KERNELS and _may_run_matmul(
-            _GELU_KERNELS[approximate], a, b, _matmul_gelu.FORMS[approximate])),
+            _GELU_KERNELS[approximate], a, b, _matmul_gelu.FORMS[approximate]),
+        flops=_mm_flops),
     "softmax": library.define("softmax", softmax, _torch_softmax,
                               lambda x: _may_run_rows("softmax", x)),
     "rmsnorm": library.define("rmsnorm", rmsnorm, _torch_rmsnorm,

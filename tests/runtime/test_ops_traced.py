@@ -12,23 +12,29 @@ from helpers.fixture_results import winner, write_winners
 from helpers.ops_state import ops_reading
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils.flop_counter import FlopCounterMode
 
 from tritonbench_lab import ops, tuned
 from tritonbench_lab.runtime import dispatch, library
 
 SLUG = "interpreter" if INTERPRETING else tuned.current_gpu_slug()
 ROWS, WIDTH = 33, 1000  # softmax's and rmsnorm's tuned shape
+MATMUL = "BLOCK_M=32 BLOCK_N=32 BLOCK_K=32 GROUP_M=8 num_warps=4 num_stages=3 TMA=0 STREAM_K=0"
 
 
 @pytest.fixture
 def configs(tmp_path, monkeypatch):
-    """TEST DATA: softmax and rmsnorm fp32 winners at 33x1000, tlab's kernel 2x the op."""
+    """TEST DATA: softmax and rmsnorm fp32 winners at 33x1000, matmul and matmul_gelu at 64^3,
+    tlab's kernel 2x the op."""
     write_winners(tmp_path / SLUG / "softmax.csv", [winner(
         f"{ROWS}x{WIDTH}", "ROWS=1 num_warps=4 PER_SM=0 SPLIT=1", dtype="fp32",
         kernel="softmax", p50_ms=1.0, op_p50_ms=2.0)])
     write_winners(tmp_path / SLUG / "rmsnorm.csv", [winner(
         f"{ROWS}x{WIDTH}", "ROWS=1 num_warps=4", dtype="fp32", kernel="rmsnorm",
         p50_ms=1.0, op_p50_ms=2.0)])
+    for kernel in ("matmul", "matmul_gelu"):
+        write_winners(tmp_path / SLUG / f"{kernel}.csv", [winner(
+            "64x64x64", MATMUL, dtype="fp32", kernel=kernel, p50_ms=1.0, op_p50_ms=2.0)])
     with ops_reading(monkeypatch, tmp_path):
         yield tmp_path
 
@@ -93,3 +99,17 @@ def test_meta_tensors_get_the_ops_meta_result(configs, device):
     real = _x(device)
     with torch.no_grad():
         torch.testing.assert_close(ops.softmax(real), torch.softmax(real.double(), -1).float())
+
+
+def test_flop_counter_counts_tlabs_matmuls_as_it_counts_torchs(configs, device):
+    """Under FlopCounterMode a call is the registered op; where tlab's kernel runs, the mode
+    sees its opaque node, whose formula counts what aten.mm's does."""
+    gen = torch.Generator(device=device).manual_seed(64)
+    a, b, bias = (torch.randn(*s, device=device, generator=gen) for s in ((64, 64), (64, 64), (64,)))
+    library.opaque_calls.clear()
+    with torch.no_grad():
+        for call in (lambda: ops.matmul(a, b), lambda: ops.matmul_gelu(a, b, bias)):
+            with FlopCounterMode(display=False) as counted:
+                call()
+            assert counted.get_total_flops() == 2 * 64 ** 3
+    assert library.opaque_calls == {"matmul": 1, "matmul_gelu": 1}  # tlab's kernel ran

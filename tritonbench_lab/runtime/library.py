@@ -26,6 +26,7 @@ import collections
 from collections.abc import Callable
 
 import torch
+from torch.utils.flop_counter import register_flop_formula
 
 NAMESPACE = "tlab"
 # The registered ops' schemas: the eager ops' arguments less `out` (a compiled op returns a
@@ -52,13 +53,15 @@ _LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")
 
 
 def define(name: str, run: Callable, like: Callable,
-           may_run_kernel: Callable[..., bool], schema: str | None = None) -> Callable:
+           may_run_kernel: Callable[..., bool], schema: str | None = None,
+           flops: Callable[..., int] | None = None) -> Callable:
     """Register `torch.ops.tlab.<name>` (once a process) and its opaque twin
     `torch.ops.tlab.<name>_eager`; returns the first. `run` is the eager op, `like` the
     PyTorch op with the same arguments and results, `may_run_kernel(*args)` whether tlab's
     kernel runs at these arguments' shapes in the graph being traced (its own rule: the
     kernel must also beat the op's compiled form there). `schema`: the op's arguments and
-    results (default: SCHEMAS[name]).
+    results (default: SCHEMAS[name]). `flops(*shapes)`: what torch's FlopCounterMode counts
+    for a call of `<name>_eager`, given its arguments' shapes (a tensor's) or values.
 
     `<name>` decomposes while a graph is traced (CompositeImplicitAutograd: AOTAutograd and
     torch.export's decompositions run it on fake tensors): where every size is static and
@@ -82,6 +85,8 @@ def define(name: str, run: Callable, like: Callable,
         torch.library.register_fake(f"{NAMESPACE}::{opaque}", _fresh_results(like),
                                     lib=_LIBRARY)
         eager = getattr(torch.ops.tlab, opaque).default
+        if flops is not None:
+            register_flop_formula(getattr(torch.ops.tlab, opaque))(flops)
 
         def decompose(*args, **_):
             args = args[:arity]  # `tuned` only keys the graph (TUNED)
