@@ -84,7 +84,6 @@ from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public d
 )
 from tritonbench_lab.runtime.own_kernels import TunedKernel, kernel  # re-exported
 from tritonbench_lab.runtime.padded_linear import PAD_TO, PaddedLinear  # re-exported
-from tritonbench_lab.spec import triton_interpreting
 
 __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
            "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
@@ -102,25 +101,27 @@ def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
     GRAPH inside torch.compile and under a TorchDispatchMode (FakeTensorMode, make_fx's
     tracing, FlopCounterMode), which then sees one registered op with a fake; NO_DATA (the
     PyTorch op, which they know) under torch.func's transforms (vmap, functionalize, jvp),
-    whose wrapped tensors a launch cannot read, and for a meta tensor in Triton's
-    interpreter (on a GPU host, meta tensors are not on a GPU and take the op anyway). None:
-    the eager path, the per-shape decision."""
+    for a first input of a tensor subclass with a dispatch of its own (DTensor), whose
+    tensors a launch cannot read, and for a meta tensor in Triton's interpreter (on a GPU
+    host, meta tensors are not on a GPU and take the op anyway). None: the eager path, the
+    per-shape decision."""
     if _grad_enabled():  # a loop only then: under inference_mode or no_grad, one call
         for t in tensors:
             if t is not None and t.requires_grad:
                 return GRAD
     if _compiling() or _modes():
         return GRAPH
-    if _transforms() or (_INTERPRETING and tensors[0].is_meta):
-        return NO_DATA
-    return None
+    x = tensors[0]
+    return NO_DATA if _transforms() or (type(x) is not _TENSOR and _dispatches(x)) or (
+        _INTERPRETING and x.is_meta) else None
 
 
 # Bound once: each call of an op reads them (module attribute lookups cost on every call).
 _grad_enabled, _compiling = torch.is_grad_enabled, torch.compiler.is_compiling
 _modes, _transforms = torch._C._len_torch_dispatch_stack, torch._C._are_functorch_transforms_active
 # read once, as Triton reads it: set before the first import (meta tensors' rule, _elsewhere)
-_INTERPRETING = triton_interpreting()
+_INTERPRETING, _TENSOR, _dispatches = (_dispatch.triton_interpreting(), torch.Tensor,
+                                       _dispatch.dispatches_itself)
 _monotonic, _file_state, _op_only = time.monotonic, _dispatch._file_state, _dispatch.op_only
 _never = _dispatch.never
 

@@ -1,8 +1,9 @@
 """tritonbench_lab.ops where its inputs are not plain tensors of a device: under a
 TorchDispatchMode (fake tensors, make_fx's tracing) a call is the registered op, which the
-mode sees; under torch.func's transforms (vmap, functionalize) and for meta tensors, the
-PyTorch op. Each at a shape where tlab's kernel runs eagerly, so that a launch on tensors
-without data (what each raised before) would be tried."""
+mode sees; under torch.func's transforms (vmap, functionalize), for meta tensors and for a
+subclass that dispatches itself (DTensor), the PyTorch op. Each at a shape where tlab's
+kernel runs eagerly, so that a launch on tensors without data (what each raised before)
+would be tried."""
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ import torch.nn.functional as F
 from helpers.backend import INTERPRETING
 from helpers.fixture_results import winner, write_winners
 from helpers.ops_state import ops_reading
+from helpers.wrapper_tensor import Wrapped
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils.flop_counter import FlopCounterMode
@@ -99,6 +101,19 @@ def test_meta_tensors_get_the_ops_meta_result(configs, device):
     real = _x(device)
     with torch.no_grad():
         torch.testing.assert_close(ops.softmax(real), torch.softmax(real.double(), -1).float())
+
+
+def test_a_subclass_that_dispatches_itself_gets_the_op(configs, device):
+    """A wrapper such as DTensor: a launch cannot read its storage; the op runs through its
+    __torch_dispatch__. nn.Parameter, a subclass without one, still runs tlab's kernel."""
+    x, weight = _x(device), torch.rand(WIDTH, device=device)
+    with torch.no_grad():
+        out = ops.softmax(Wrapped(x))
+        assert isinstance(out, Wrapped)
+        torch.testing.assert_close(out.inner, torch.softmax(x, -1))
+        y = ops.rmsnorm(torch.nn.Parameter(x), weight, 1e-6)
+    torch.testing.assert_close(y, F.rms_norm(x, (WIDTH,), weight, 1e-6), atol=1e-5, rtol=1e-5)
+    assert dispatch.bound_launch("rmsnorm", x.dtype, (ROWS, WIDTH), x.get_device()) is not None
 
 
 def test_flop_counter_counts_tlabs_matmuls_as_it_counts_torchs(configs, device):

@@ -418,3 +418,16 @@ def test_meta_tensors_get_the_ops_meta_result(project):
     with torch.no_grad():
         out = axpy(x=x, y=y)
     assert out.is_meta and out.shape == x.shape
+
+
+def test_a_subclass_that_dispatches_itself_gets_the_op(project):
+    from helpers.wrapper_tensor import Wrapped
+
+    _kernel_module(project, "axpy_wrapped")
+    _tuned_at_1000(project, "axpy_wrapped")
+    axpy = ops.kernel("axpy_wrapped", module="kernels/axpy_wrapped.py")
+    x, y = _inputs(1000)
+    with torch.no_grad():
+        out = axpy(x=Wrapped(x), y=Wrapped(y))
+    assert isinstance(out, Wrapped)
+    torch.testing.assert_close(out.inner, ALPHA * x + y)

@@ -479,6 +479,13 @@ class _FirstCall:
         return self.launch(*args, **kwargs)
 
 
+def dispatches_itself(t: torch.Tensor) -> bool:
+    """Whether a tensor is of a subclass with a __torch_dispatch__ of its own (DTensor, a
+    wrapper whose storage holds no data), which a launch cannot read; nn.Parameter and plain
+    subclasses hold their data."""
+    return type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__
+
+
 def _capturing(device: int) -> bool:
     """Whether the current CUDA stream is capturing a graph (CPU tensors never are)."""
     return device >= 0 and stream_capturing()

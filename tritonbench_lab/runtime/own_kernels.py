@@ -3,7 +3,7 @@
 committed config where the measurements say it beats the PyTorch op (the spec's `torch`
 baseline) and that op elsewhere, by dispatch.py's rule, as every op of ops.py does; the op
 also where autograd needs it, an input tensor is not contiguous or holds no data (a meta
-tensor), or vmap batches the call.
+tensor, a DTensor), or vmap batches the call.
 
 Under torch.compile, and under a TorchDispatchMode (FakeTensorMode, make_fx's tracing), a call
 is one registered op, `torch.ops.tlab.kernel_<name>_<folder tag>`
@@ -26,7 +26,13 @@ import torch
 from tritonbench_lab.data.records import TORCH_OP
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.runtime import in_graphs, library
-from tritonbench_lab.runtime.dispatch import clear, in_compiled_graph, plan, tuned_state
+from tritonbench_lab.runtime.dispatch import (
+    clear,
+    dispatches_itself,
+    in_compiled_graph,
+    plan,
+    tuned_state,
+)
 from tritonbench_lab.tuned import config_dir, ordered_sizes, spec_of
 
 # A call in a compiled graph, packed: what a torch.library schema can carry of a dict.
@@ -120,8 +126,11 @@ class TunedKernel:
 
     def _eager(self, inputs: dict):
         """A call run now: tlab's kernel where plan says so, else the PyTorch op."""
-        tensor = self._deciding([v for v in inputs.values() if isinstance(v, torch.Tensor)])
-        if tensor is not None:
+        tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
+        tensor = self._deciding(tensors)
+        # a subclass with a dispatch of its own (DTensor) holds no data a launch can read; not
+        # in _deciding, which also judges the fake tensors a compiled graph is traced with
+        if tensor is not None and not any(dispatches_itself(t) for t in tensors):
             launch = plan(self.spec.name, tensor.dtype, self.sizes(inputs), tensor.get_device(),
                           self._bind, self.configs)
             if launch is not None:
@@ -133,7 +142,7 @@ class TunedKernel:
         the kernel takes; None where only the op can answer. Autograd needs the op's graph; a
         kernel is swept on make_inputs' contiguous tensors, so a strided view (x[:, ::2]) is
         not among the inputs its measurements and checks cover; a launch cannot read vmap's
-        batched tensors, nor meta tensors (which hold no data)."""
+        batched tensors, nor meta tensors."""
         tensor = next((t for t in tensors if t.dtype in self.spec.dtypes), None)
         if tensor is None or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
             return None
