@@ -5,13 +5,13 @@ baseline) and that op elsewhere, by dispatch.py's rule, as every op of ops.py do
 also where autograd needs it, an input tensor is not contiguous or holds no data (a meta
 tensor, a DTensor), or vmap batches the call.
 
-Under torch.compile, and under a TorchDispatchMode (FakeTensorMode, make_fx's tracing), a call
-is one registered op, `torch.ops.tlab.kernel_<name>_<folder tag>`
-(runtime/library.py): dynamo cannot trace the decision (a memo, a clock, files). The op takes
-the call's inputs packed by kind, tensors, ints (symbolic under a dynamic shape) and floats,
-with a text naming each input and holding its constants (bools, strings, None), and runs the
-eager call, decision and all, or decomposes into the PyTorch op where the graph's static shape
-says tlab's kernel does not run there, as the built-in ops do."""
+Under torch.compile, and under a TorchDispatchMode (FakeTensorMode, make_fx's tracing), a
+call is one registered op, `torch.ops.tlab.kernel_<name>_<folder tag>` (runtime/library.py):
+dynamo cannot trace the decision (a memo, a clock, files), nor a launch read fake tensors.
+The op takes the call's inputs packed by kind, tensors, ints (symbolic under a dynamic shape)
+and floats, with a text naming each input and holding its constants (bools, strings, None),
+and runs the eager call, decision and all, or decomposes into the PyTorch op where the graph's
+static shape says tlab's kernel does not run there, as the built-in ops do."""
 
 from __future__ import annotations
 
