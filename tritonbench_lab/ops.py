@@ -515,10 +515,10 @@ def _may_run_rows(kernel: str, x: torch.Tensor) -> bool:
     return x.ndim == 2 and _may_run(kernel, x.dtype, tuple(x.shape), x.get_device())
 
 
-def _mm_flops(a_shape, b_shape, *_, **__) -> int:
+def _mm_flops(a: torch.Tensor, b: torch.Tensor, *_, **__) -> int:
     """FlopCounterMode's count for a matmul's opaque node, which a dispatch mode sees where
     tlab's kernel runs: 2*M*N*K, as it counts aten.mm and aten.addmm (bias, GELU uncounted)."""
-    return 2 * a_shape[0] * b_shape[1] * a_shape[1]
+    return 2 * a.shape[0] * b.shape[1] * a.shape[1]
 
 
 _REGISTERED = {

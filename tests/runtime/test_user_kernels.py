@@ -431,3 +431,22 @@ def test_a_subclass_that_dispatches_itself_gets_the_op(project):
         out = axpy(x=Wrapped(x), y=Wrapped(y))
     assert isinstance(out, Wrapped)
     torch.testing.assert_close(out.inner, ALPHA * x + y)
+
+
+def test_flop_counter_counts_your_kernel_by_its_cost_model(project):
+    """Where your kernel runs, FlopCounterMode sees its opaque node and counts the flops of
+    its spec's cost (axpy: 2n), as it counts the PyTorch op's where the op runs (aten.mul and
+    aten.add have no formula: nothing)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    _kernel_module(project, "axpy_flops")
+    _tuned_at_1000(project, "axpy_flops")
+    axpy = ops.kernel("axpy_flops", module="kernels/axpy_flops.py")
+    library.opaque_calls.clear()
+    with torch.no_grad():
+        for n in (1000, 5000):  # tuned; more than 2x from any tuned shape: the op
+            x, y = _inputs(n)
+            with FlopCounterMode(display=False) as counted:
+                torch.testing.assert_close(axpy(x=x, y=y), ALPHA * x + y)
+            assert counted.get_total_flops() == (2 * n if n == 1000 else 0)
+    assert sum(library.opaque_calls.values()) == 1

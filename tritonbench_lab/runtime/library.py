@@ -60,8 +60,8 @@ def define(name: str, run: Callable, like: Callable,
     PyTorch op with the same arguments and results, `may_run_kernel(*args)` whether tlab's
     kernel runs at these arguments' shapes in the graph being traced (its own rule: the
     kernel must also beat the op's compiled form there). `schema`: the op's arguments and
-    results (default: SCHEMAS[name]). `flops(*shapes)`: what torch's FlopCounterMode counts
-    for a call of `<name>_eager`, given its arguments' shapes (a tensor's) or values.
+    results (default: SCHEMAS[name]). `flops(*args, out_val=...)`: what torch's
+    FlopCounterMode counts for a call of `<name>_eager`, given its arguments and results.
 
     `<name>` decomposes while a graph is traced (CompositeImplicitAutograd: AOTAutograd and
     torch.export's decompositions run it on fake tensors): where every size is static and
@@ -86,7 +86,7 @@ def define(name: str, run: Callable, like: Callable,
                                     lib=_LIBRARY)
         eager = getattr(torch.ops.tlab, opaque).default
         if flops is not None:
-            register_flop_formula(getattr(torch.ops.tlab, opaque))(flops)
+            register_flop_formula(getattr(torch.ops.tlab, opaque), get_raw=True)(flops)
 
         def decompose(*args, **_):
             args = args[:arity]  # `tuned` only keys the graph (TUNED)

@@ -86,7 +86,8 @@ class TunedKernel:
         self._registered = library.define(
             op, functools.partial(_packed, op, "_run_packed"),
             functools.partial(_packed, op, "_op_packed"),
-            functools.partial(_packed, op, "_may_run_packed"), schema=PACKED)
+            functools.partial(_packed, op, "_may_run_packed"), schema=PACKED,
+            flops=functools.partial(_packed, op, "_flops_packed"))
 
     def __call__(self, inputs: dict | None = None, /, **named):
         if inputs is not None and not isinstance(inputs, dict):
@@ -186,6 +187,13 @@ class TunedKernel:
                 raise self._missing(inputs) or err from err
         return _listed(out)
 
+    def _flops_packed(self, tensors, ints, floats, layout, out_val=None) -> int:
+        """What FlopCounterMode counts for a call that ran as the opaque node: the flops of
+        the spec's cost model at the call's shape and dtype."""
+        spec, inputs = self.spec, unpack(tensors, ints, floats, layout)
+        dtype = next((t.dtype for t in tensors if t.dtype in spec.dtypes), tensors[0].dtype)
+        return spec.cost(spec.shape(*self.sizes(inputs)), dtype).flops
+
     def _may_run_packed(self, tensors, ints, floats, layout) -> bool:
         """Whether the graph being traced runs tlab's kernel at these inputs' static shape
         (dispatch.in_compiled_graph's rule)."""
@@ -262,9 +270,9 @@ def _entry(entry: str) -> tuple:
     return name, "", ast.literal_eval(constant)
 
 
-def _packed(op: str, method: str, *args):
+def _packed(op: str, method: str, *args, **kwargs):
     """The registered op's pieces (library.define), run by the TunedKernel made for it last."""
-    return getattr(_newest[op], method)(*args)
+    return getattr(_newest[op], method)(*args, **kwargs)
 
 
 def _real_tensors():
