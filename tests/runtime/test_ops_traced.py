@@ -46,6 +46,10 @@ def _x(device, rows=ROWS, *lead):
                        generator=torch.Generator(device=device).manual_seed(rows))
 
 
+def _weight(device):
+    return torch.rand(WIDTH, device=device, generator=torch.Generator(device=device).manual_seed(7))
+
+
 def test_the_shape_runs_tlabs_kernel_eagerly(configs, device):
     """The premise of every test here: at this shape a plain call launches tlab's kernel."""
     x = _x(device)
@@ -56,7 +60,7 @@ def test_the_shape_runs_tlabs_kernel_eagerly(configs, device):
 
 @pytest.mark.parametrize("op", ["softmax", "rmsnorm"])
 def test_fake_tensors_get_fake_results_of_the_ops_shape(configs, device, op):
-    x, weight = _x(device), torch.rand(WIDTH, device=device)
+    x, weight = _x(device), _weight(device)
     call = (lambda t, w: ops.softmax(t)) if op == "softmax" else ops.rmsnorm
     with torch.no_grad(), FakeTensorMode() as mode:
         out = call(mode.from_tensor(x), mode.from_tensor(weight))
@@ -80,7 +84,7 @@ def test_make_fx_records_the_registered_op_and_its_graph_runs_tlabs_kernel(
 
 def test_vmap_and_functionalize_get_the_op(configs, device):
     """vmap's batched tensors and functionalize's wrappers: a launch cannot read them."""
-    batch, weight = _x(device, ROWS, 3), torch.rand(WIDTH, device=device)
+    batch, weight = _x(device, ROWS, 3), _weight(device)
     with torch.no_grad():
         torch.testing.assert_close(torch.vmap(ops.softmax)(batch), torch.softmax(batch, -1))
         torch.testing.assert_close(
@@ -106,7 +110,7 @@ def test_meta_tensors_get_the_ops_meta_result(configs, device):
 def test_a_subclass_that_dispatches_itself_gets_the_op(configs, device):
     """A wrapper such as DTensor: a launch cannot read its storage; the op runs through its
     __torch_dispatch__. nn.Parameter, a subclass without one, still runs tlab's kernel."""
-    x, weight = _x(device), torch.rand(WIDTH, device=device)
+    x, weight = _x(device), _weight(device)
     with torch.no_grad():
         out = ops.softmax(Wrapped(x))
         assert isinstance(out, Wrapped)
