@@ -144,11 +144,15 @@ class TunedKernel:
         kernel is swept on make_inputs' contiguous tensors, so a strided view (x[:, ::2]) is
         not among the inputs its measurements and checks cover; a launch cannot read vmap's
         batched tensors, nor meta tensors."""
-        tensor = next((t for t in tensors if t.dtype in self.spec.dtypes), None)
+        tensor = self._typed(tensors)
         if tensor is None or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
             return None
         return tensor if all(t.is_contiguous() and not _transformed(t) and not t.is_meta
                              for t in tensors) else None
+
+    def _typed(self, tensors: list) -> torch.Tensor | None:
+        """The first tensor of a dtype the kernel takes (whose dtype a call is decided by)."""
+        return next((t for t in tensors if t.dtype in self.spec.dtypes), None)
 
     def _in_graph(self, inputs: dict):
         """A call while dynamo traces: the registered op, which dynamo keeps as one node; the
@@ -191,7 +195,8 @@ class TunedKernel:
         """What FlopCounterMode counts for a call that ran as the opaque node: the flops of
         the spec's cost model at the call's shape and dtype."""
         spec, inputs = self.spec, unpack(tensors, ints, floats, layout)
-        dtype = next((t.dtype for t in tensors if t.dtype in spec.dtypes), tensors[0].dtype)
+        typed = self._typed(tensors)
+        dtype = (tensors[0] if typed is None else typed).dtype
         return spec.cost(spec.shape(*self.sizes(inputs)), dtype).flops
 
     def _may_run_packed(self, tensors, ints, floats, layout) -> bool:

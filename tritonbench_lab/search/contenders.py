@@ -112,8 +112,8 @@ def confirmation_unfinished(rows: list[Record], count: int = 1,
     one of them ok. A sweep confirms a shape whole in one run (sweep.py), so the winner's
     run holds every baseline it is compared with; a run killed half-way leaves fewer rows
     than that. A confirmation whose every config crashed or timed out (for example out of
-    memory on a GPU another process filled) chose nothing: the winner would be a first-pass time, so
-    the next run confirms the shape again."""
+    memory on a GPU another process filled) chose nothing: the winner would be a first-pass
+    time, so the next run confirms the shape again."""
     confirmed = [r for r in rows if r.confirmed]
     if not confirmed:
         return True
