@@ -314,3 +314,27 @@ def test_committed_fp8_configs_carried_to_a_long_k_stay_within_tolerance(sizes):
     out = FP8.launch(inputs, config, FP8.allocate_outputs(inputs))
     verdict = check(as_outputs(out), FP8.reference(inputs), FP8.tolerance[dtype])
     assert verdict.ok, (config, verdict.detail)
+
+
+def test_explain_says_where_a_row_was_tuned_under_another_triton(configs):
+    """A row tuned under another Triton minor version still decides (its config runs), but
+    explain says its times are another compiler's, as `tlab check` calls the row stale; a
+    row of this Triton's minor version says nothing of it."""
+    import dataclasses
+
+    import triton
+
+    from tritonbench_lab.runtime.dispatch import explain
+
+    path = configs / "fixture-gpu" / "matmul.csv"
+    old = dataclasses.replace(winner("4096x4096x4096", B, op_p50_ms=2.0), triton="3.0.0")
+    write_winners(path, [old])
+    tuned.clear_cache()
+    choice = explain("matmul", "bf16", "4096x4096x4096", gpu="fixture-gpu")
+    assert choice.uses_triton and choice.tuned_shape == "4096x4096x4096"  # it stands
+    assert f"tuned under Triton 3.0.0, this is {triton.__version__}" in choice.reason
+    patch = triton.__version__.rsplit(".", 1)[0] + ".99"  # same minor, another patch release
+    write_winners(path, [dataclasses.replace(old, triton=patch)])
+    tuned.clear_cache()
+    assert "tuned under Triton" not in explain("matmul", "bf16", "4096x4096x4096",
+                                                gpu="fixture-gpu").reason

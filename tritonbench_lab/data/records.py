@@ -297,6 +297,12 @@ TOOLCHAIN_COLUMNS = ("torch", "triton", "tlab", "source")
 KEY_COLUMNS = ("gpu_slug", *TOOLCHAIN_COLUMNS, "kernel", "provider", "dtype", "shape", "config")
 
 
+def triton_minor(version: str) -> str:
+    """A Triton version's major.minor ("3.6.0" -> "3.6"): configs tuned under another minor
+    version are stale (their times may not hold; `tlab check` says so)."""
+    return ".".join(version.split(".")[:2])
+
+
 # --- the codec: typed rows <-> CSV cells --------------------------------------------------
 
 @functools.cache

@@ -28,6 +28,7 @@ from tritonbench_lab.data.records import (
     from_cells,
     parse_config_text,
     replace,
+    triton_minor,
 )
 from tritonbench_lab.data.store import ADDED_COLUMNS, older_layout, read_text
 from tritonbench_lab.data.winners import winners_from_files
@@ -85,10 +86,6 @@ class CheckReport:
         rows = sum(len(f.rows) for f in self.files)
         return (f"checked {len(self.files)} file(s), {rows} valid row(s), configs run "
                 f"{self.where}: {self.errors} error(s), {len(self.problems) - self.errors} stale")
-
-
-def _minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
 
 
 def read_rows(path: Path) -> tuple[list[Problem], list[tuple[int, Winner]]]:
@@ -176,7 +173,7 @@ def _stale_triton(path: Path, valid: list[tuple[int, Winner]], triton_version: s
     one per row."""
     stale: dict[str, list[int]] = {}
     for number, w in valid:
-        if _minor(w.triton) != _minor(triton_version):
+        if triton_minor(w.triton) != triton_minor(triton_version):
             stale.setdefault(w.triton, []).append(number)
     return [Problem(path, lines[0], STALE, f"{_rows(lines)} tuned under triton {version}, "
                     f"this is {triton_version}: re-tune") for version, lines in stale.items()]

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import triton
 
 from tritonbench_lab.data.portability import describe
 from tritonbench_lab.data.records import (
@@ -58,6 +59,7 @@ from tritonbench_lab.data.records import (
     TRITON,
     UNTUNED,
     parse_config_text,
+    triton_minor,
 )
 from tritonbench_lab.errors import TlabError
 from tritonbench_lab.kernels import get_spec
@@ -170,15 +172,20 @@ def decide(kernel: str, dtype, sizes: tuple[int, ...], *, gpu: str | None = None
     same rule twice: on GPU times (what a CUDA graph replays), and on eager times, where the
     configs record both sides' host time (else eager calls follow the GPU times). Where the
     configs are another GPU's (trusted here by the portability measurement), the reason says
-    whose and what the trust rests on."""
+    whose and what the trust rests on; where the row was tuned under another Triton minor
+    version, that its times are another compiler's (the choice stands: the config runs)."""
     found = find(kernel, dtype, sizes, gpu=gpu, directory=directory)
-    choice = _decide(kernel, dtype, sizes, found)
-    if found.row is not None and found.passed_over is not None:
-        choice = dataclasses.replace(choice, reason=f"{choice.reason}; passed over a nearer "
-                                     f"shape: {found.passed_over}")
-    if found.borrowed is None:
-        return choice
-    return dataclasses.replace(choice, reason=f"{choice.reason}; from {describe(found.borrowed)}")
+    choice, row, notes = _decide(kernel, dtype, sizes, found), found.row, []
+    if row is not None and found.passed_over is not None:
+        notes.append(f"passed over a nearer shape: {found.passed_over}")
+    if found.borrowed is not None:
+        notes.append(f"from {describe(found.borrowed)}")
+    if row is not None and triton_minor(row.triton) != triton_minor(triton.__version__):
+        # the choice stands (a config valid then runs now), but its times are another
+        # compiler's: say so where a user looks
+        notes.append(f"tuned under Triton {row.triton}, this is {triton.__version__}: its "
+                     "times may not hold here (`tlab check` calls the row stale: re-tune)")
+    return dataclasses.replace(choice, reason="; ".join((choice.reason, *notes))) if notes else choice
 
 
 def _decide(kernel: str, dtype, sizes: tuple[int, ...], found) -> Choice:
