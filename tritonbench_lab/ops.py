@@ -101,19 +101,20 @@ def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
     GRAPH inside torch.compile and under a TorchDispatchMode (FakeTensorMode, make_fx's
     tracing, FlopCounterMode), which then sees one registered op with a fake; NO_DATA (the
     PyTorch op, which they know) under torch.func's transforms (vmap, functionalize, jvp),
-    for a first input of a tensor subclass with a dispatch of its own (DTensor), whose
-    tensors a launch cannot read, and for a meta tensor in Triton's interpreter (on a GPU
-    host, meta tensors are not on a GPU and take the op anyway). None: the eager path, the
-    per-shape decision."""
-    if _grad_enabled():  # a loop only then: under inference_mode or no_grad, one call
+    for an input of a tensor subclass with a dispatch of its own (DTensor, a quantized
+    weight's wrapper), whose storage a launch cannot read, and for a meta tensor in Triton's
+    interpreter (on a GPU host, meta tensors are not on a GPU and take the op anyway). None:
+    the eager path, the per-shape decision."""
+    if _grad_enabled():  # only where autograd is on: not under inference_mode or no_grad
         for t in tensors:
             if t is not None and t.requires_grad:
                 return GRAD
     if _compiling() or _modes():
         return GRAPH
-    x = tensors[0]
-    return NO_DATA if _transforms() or (type(x) is not _TENSOR and _dispatches(x)) or (
-        _INTERPRETING and x.is_meta) else None
+    for t in tensors:  # a plain tensor costs one type comparison
+        if type(t) is not _TENSOR and t is not None and _dispatches(t):
+            return NO_DATA
+    return NO_DATA if _transforms() or _INTERPRETING and tensors[0].is_meta else None
 
 
 # Bound once: each call of an op reads them (module attribute lookups cost on every call).
@@ -515,20 +516,14 @@ def _may_run_rows(kernel: str, x: torch.Tensor) -> bool:
     return x.ndim == 2 and _may_run(kernel, x.dtype, tuple(x.shape), x.get_device())
 
 
-def _mm_flops(a: torch.Tensor, b: torch.Tensor, *_, **__) -> int:
-    """FlopCounterMode's count for a matmul's opaque node, which a dispatch mode sees where
-    tlab's kernel runs: 2*M*N*K, as it counts aten.mm and aten.addmm (bias, GELU uncounted)."""
-    return 2 * a.shape[0] * b.shape[1] * a.shape[1]
-
-
 _REGISTERED = {
     "matmul": library.define("matmul", in_graphs.scratch_not_kept(matmul), torch.matmul,
-                             lambda a, b: _may_run_matmul("matmul", a, b), flops=_mm_flops),
+                             lambda a, b: _may_run_matmul("matmul", a, b), flops=library.mm_flops),
     "matmul_gelu": library.define(
         "matmul_gelu", in_graphs.scratch_not_kept(matmul_gelu), _torch_matmul_gelu,
         lambda a, b, bias, approximate: approximate in _GELU_KERNELS and _may_run_matmul(
             _GELU_KERNELS[approximate], a, b, _matmul_gelu.FORMS[approximate]),
-        flops=_mm_flops),
+        flops=library.mm_flops),
     "softmax": library.define("softmax", softmax, _torch_softmax,
                               lambda x: _may_run_rows("softmax", x)),
     "rmsnorm": library.define("rmsnorm", rmsnorm, _torch_rmsnorm,

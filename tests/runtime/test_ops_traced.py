@@ -132,3 +132,17 @@ def test_flop_counter_counts_tlabs_matmuls_as_it_counts_torchs(configs, device):
                 call()
             assert counted.get_total_flops() == 2 * 64 ** 3
     assert library.opaque_calls == {"matmul": 1, "matmul_gelu": 1}  # tlab's kernel ran
+
+
+def test_a_subclass_in_any_position_gets_the_op(configs, device):
+    """A plain first input beside a wrapped weight or operand (a quantized weight's subclass,
+    say): a launch cannot read the wrapper's storage either; the op runs through it."""
+    x, weight = _x(device), _weight(device)
+    gen = torch.Generator(device=device).manual_seed(64)
+    a, b = (torch.randn(64, 64, device=device, generator=gen) for _ in range(2))
+    with torch.no_grad():
+        y = ops.rmsnorm(x, Wrapped(weight), 1e-6)
+        c = ops.matmul(a, Wrapped(b))
+    assert isinstance(y, Wrapped) and isinstance(c, Wrapped)
+    torch.testing.assert_close(y.inner, F.rms_norm(x, (WIDTH,), weight, 1e-6))
+    torch.testing.assert_close(c.inner, a @ b)

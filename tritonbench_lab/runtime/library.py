@@ -100,6 +100,13 @@ def define(name: str, run: Callable, like: Callable,
     return _defined[name]
 
 
+def mm_flops(a: torch.Tensor, b: torch.Tensor, *_, **__) -> int:
+    """FlopCounterMode's count for a matmul's opaque node (a @ b, then anything elementwise),
+    which a dispatch mode sees where tlab's kernel runs: 2*M*N*K, as it counts aten.mm and
+    aten.addmm (bias, GELU uncounted)."""
+    return 2 * a.shape[0] * b.shape[1] * a.shape[1]
+
+
 def _static(args: tuple) -> bool:
     """Whether no argument, nor item of a list argument, is symbolic (torch.SymInt, under a
     dynamic shape) or a tensor with a symbolic size."""
