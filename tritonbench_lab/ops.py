@@ -17,11 +17,13 @@ has no bias epilogue: see its docstring). The decision, made once per kernel, dt
 shape and device, is runtime/dispatch.py's, and `explain` (or `tlab explain`) says what it is
 and why.
 
-Some calls go elsewhere, decided before anything else:
+Some calls go elsewhere, decided before anything else (runtime/routes.py):
 
 - Where autograd needs the result (grad enabled and an input that requires grad), the
   PyTorch op: tlab's kernels are forward-only, and the op's gradient is the right one. In
   inference, run under torch.inference_mode() (or no_grad) to get tlab's kernels.
+- Under torch.autocast, the PyTorch op: autocast sets its dtypes (a matmul of fp32 inputs
+  in bf16; on CUDA a softmax or norm of bf16 inputs in fp32), a kernel would keep the inputs'.
 - Inside torch.compile (and torch.export), the op registered as `torch.ops.tlab.<name>`
   (runtime/library.py): no graph break; traced further, at a static shape it becomes the
   PyTorch op where tlab's kernel does not run in a compiled graph there (dispatch's
@@ -30,8 +32,9 @@ Some calls go elsewhere, decided before anything else:
   shape a dynamic dimension takes.
   Under a TorchDispatchMode (FakeTensorMode, make_fx's tracing, FlopCounterMode) alike:
   the mode sees that op, with a fake for tensors without data.
-- Under torch.func's transforms (vmap, functionalize, jvp), and for meta tensors, the
-  PyTorch op: a launch cannot read their tensors, and the op has their rules.
+- Under torch.func's transforms (vmap, functionalize, jvp), for meta tensors and for an
+  input of a subclass with a dispatch of its own (DTensor), the PyTorch op: a launch cannot
+  read their tensors, and the op has their rules.
 
 An eager loop calling an op at one shape where the op is host-bound (a decode step) binds it
 once: `sm = bind(softmax, x)` is, where ops calls the PyTorch op for x, that op itself (its
@@ -84,6 +87,8 @@ from tritonbench_lab.runtime.dispatch import (  # re-exported: the ops' public d
 )
 from tritonbench_lab.runtime.own_kernels import TunedKernel, kernel  # re-exported
 from tritonbench_lab.runtime.padded_linear import PAD_TO, PaddedLinear  # re-exported
+from tritonbench_lab.runtime.routes import GRAPH
+from tritonbench_lab.runtime.routes import route as _route
 
 __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear", "decide",
            "eager_speedup", "eager_time", "explain", "work_ratio", "kernel", "TunedKernel",
@@ -93,36 +98,9 @@ __all__ = ["NEAR", "NEAR_MARGIN", "RECHECK_S", "Choice", "bound_launch", "clear"
 # What the ops read from the kernels' specs (their dtypes; check_shape and bind at a plan).
 _DTYPES = {name: frozenset(get_spec(name).dtypes) for name in
            ("matmul", "matmul_gelu", "softmax", "rmsnorm", "layernorm", "rope", "add")}
-GRAD, GRAPH, NO_DATA = "grad", "graph", "no data"
-
-
-def _elsewhere(*tensors: torch.Tensor | None) -> str | None:
-    """Where a call goes before its per-shape decision: GRAD where autograd needs its result;
-    GRAPH inside torch.compile and under a TorchDispatchMode (FakeTensorMode, make_fx's
-    tracing, FlopCounterMode), which then sees one registered op with a fake; NO_DATA (the
-    PyTorch op, which they know) under torch.func's transforms (vmap, functionalize, jvp),
-    for an input of a tensor subclass with a dispatch of its own (DTensor, a quantized
-    weight's wrapper), whose storage a launch cannot read, and for a meta tensor in Triton's
-    interpreter (on a GPU host, meta tensors are not on a GPU and take the op anyway). None:
-    the eager path, the per-shape decision."""
-    if _grad_enabled():  # only where autograd is on: not under inference_mode or no_grad
-        for t in tensors:
-            if t is not None and t.requires_grad:
-                return GRAD
-    if _compiling() or _modes():
-        return GRAPH
-    for t in tensors:  # a plain tensor costs one type comparison
-        if type(t) is not _TENSOR and t is not None and _dispatches(t):
-            return NO_DATA
-    return NO_DATA if _transforms() or _INTERPRETING and tensors[0].is_meta else None
-
 
 # Bound once: each call of an op reads them (module attribute lookups cost on every call).
-_grad_enabled, _compiling = torch.is_grad_enabled, torch.compiler.is_compiling
-_modes, _transforms = torch._C._len_torch_dispatch_stack, torch._C._are_functorch_transforms_active
-# read once, as Triton reads it: set before the first import (meta tensors' rule, _elsewhere)
-_INTERPRETING, _TENSOR, _dispatches = (_dispatch.triton_interpreting(), torch.Tensor,
-                                       _dispatch.dispatches_itself)
+_compiling, _modes = torch.compiler.is_compiling, torch._C._len_torch_dispatch_stack
 _monotonic, _file_state, _op_only = time.monotonic, _dispatch._file_state, _dispatch.op_only
 _never = _dispatch.never
 
@@ -208,7 +186,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
         if out is None and (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return torch.matmul(a, b)
-    how = _elsewhere(a, b)
+    how = _route(a, b)
     sa, sb, dtype = a.shape, b.shape, a.dtype  # each read once: every read builds an object
     # operands that do not multiply (K differs) take the op's path, which raises its own error
     ours = (len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and dtype == b.dtype
@@ -255,7 +233,7 @@ def matmul_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, approximat
     form = _matmul_gelu.FORMS.get(approximate)
     if form is None:
         raise ValueError(f"approximate={approximate!r}: accepted are 'none' and 'tanh'")
-    how = _elsewhere(a, b, bias)
+    how = _route(a, b, bias)
     sa, sb, dtype = a.shape, b.shape, a.dtype
     ours = (len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and dtype == b.dtype
             and dtype in _DTYPES["matmul_gelu"])
@@ -286,7 +264,7 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         if out is None and (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return torch.softmax(x, -1)
-    how = _elsewhere(x)
+    how = _route(x)
     shape, dtype = x.shape, x.dtype
     ours = len(shape) == 2 and dtype in _DTYPES["softmax"]
     if how is not None:
@@ -334,7 +312,7 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor | None, eps: float = _rmsnorm.
         if (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return F.rms_norm(x, (x.shape[-1],), weight, eps)
-    how = _elsewhere(x, weight, residual)
+    how = _route(x, weight, residual)
     shape, dtype = x.shape, x.dtype
     # a residual of another dtype (an fp32 residual stream) or shape (broadcast) takes the
     # op's path: x + residual promotes or broadcasts there, the fused kernel does neither
@@ -375,7 +353,7 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
         if (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
-    how = _elsewhere(x, weight, bias)
+    how = _route(x, weight, bias)
     shape, dtype = x.shape, x.dtype
     ours = len(shape) == 2 and dtype in _DTYPES["layernorm"]
     if how == GRAPH and ours:
@@ -404,7 +382,7 @@ def rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor)
         if (asks := _op_only.get(fast)) is not None and _monotonic() < _file_state[2] and (
                 asks is _never or not asks()):
             return _torch_rope(q, k, cos, sin)
-    how = _elsewhere(q, k, cos, sin)
+    how = _route(q, k, cos, sin)
     shape, dtype = q.shape, q.dtype
     ours = len(shape) == 4 and dtype in _DTYPES["rope"]
     if how == GRAPH and ours:
@@ -437,7 +415,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if (asks := _op_only.get(fast)) is not None and (
                 _monotonic() < _file_state[2] and (asks is _never or not asks())):
             return torch.add(x, y)
-    how = _elsewhere(x, y) if isinstance(y, torch.Tensor) else "number"  # neither branch: op
+    how = _route(x, y) if isinstance(y, torch.Tensor) else "number"  # neither branch: op
     dtype = x.dtype
     if how == GRAPH and dtype in _DTYPES["add"]:
         return _REGISTERED["add"](x, y, tuned_state())

@@ -1,8 +1,9 @@
-"""tritonbench_lab.ops where its inputs are not plain tensors of a device: under a
-TorchDispatchMode (fake tensors, make_fx's tracing) a call is the registered op, which the
-mode sees; under torch.func's transforms (vmap, functionalize), for meta tensors and for a
-subclass that dispatches itself (DTensor), the PyTorch op. Each at a shape where tlab's
-kernel runs eagerly, so that a launch on tensors without data (what each raised before)
+"""tritonbench_lab.ops where its inputs are not plain tensors of a device, or autocast sets
+their dtypes: under a TorchDispatchMode (fake tensors, make_fx's tracing) a call is the
+registered op, which the mode sees; under torch.func's transforms (vmap, functionalize), for
+meta tensors, for an input of a subclass that dispatches itself (DTensor) and under
+torch.autocast, the PyTorch op. Each at a shape where tlab's kernel runs eagerly, so that a
+launch on tensors without data (what each raised before), or at the inputs' own dtype,
 would be tried."""
 
 import pytest
@@ -146,3 +147,25 @@ def test_a_subclass_in_any_position_gets_the_op(configs, device):
     assert isinstance(y, Wrapped) and isinstance(c, Wrapped)
     torch.testing.assert_close(y.inner, F.rms_norm(x, (WIDTH,), weight, 1e-6))
     torch.testing.assert_close(c.inner, a @ b)
+
+
+def test_under_autocast_each_op_is_the_pytorch_op_with_its_dtypes(configs, device):
+    """torch.autocast runs a matmul of fp32 inputs in bf16 (and on CUDA a softmax of bf16
+    inputs in fp32); tlab's kernel at the inputs' dtype would return fp32. At a shape where
+    it runs, ops gives what the PyTorch op gives under autocast, eagerly and compiled, and
+    tlab's kernel again once autocast ends."""
+    gen = torch.Generator(device=device).manual_seed(64)
+    a, b = (torch.randn(64, 64, device=device, generator=gen) for _ in range(2))
+    x = _x(device)
+    compiled = torch.compile(lambda a, b: ops.matmul(a, b) + 1)
+    with torch.no_grad():
+        with torch.autocast(device, dtype=torch.bfloat16):
+            want, want_softmax = torch.matmul(a, b), torch.softmax(x.bfloat16(), -1)
+            got, got_softmax = ops.matmul(a, b), ops.softmax(x.bfloat16())
+            got_compiled = compiled(a, b)
+        assert want.dtype == got.dtype == got_compiled.dtype == torch.bfloat16
+        assert got_softmax.dtype == want_softmax.dtype
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got_compiled, want + 1)
+        assert ops.matmul(a, b).dtype == torch.float32  # tlab's kernel, at the inputs' dtype
+    assert dispatch.bound_launch("matmul", a.dtype, (64, 64, 64), a.get_device()) is not None

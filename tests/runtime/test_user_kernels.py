@@ -105,6 +105,27 @@ def test_the_op_answers_where_your_kernel_cannot_stand_in(project):
         axpy(x)
 
 
+def test_under_autocast_your_kernel_gives_way_to_its_op(project):
+    """torch.autocast sets the dtypes of the op's matmuls and reductions, which a kernel run at
+    its inputs' dtype would not follow: at a tuned shape the op answers, eagerly and in a
+    compiled function; outside autocast, tlab's kernel again."""
+    _kernel_module(project, "axpy_autocast")
+    _tuned_at_1000(project, "axpy_autocast")
+    axpy = ops.kernel("axpy_autocast", module="kernels/axpy_autocast.py")
+    calls = []
+    real_launch = axpy._bind
+    axpy._bind = lambda config: (lambda inputs: calls.append(1) or real_launch(config)(inputs))
+    x, y = _inputs(1000)
+    compiled = torch.compile(lambda x, y: axpy(x=x, y=y) + 1)
+    with torch.no_grad():
+        with torch.autocast(DEVICE, dtype=torch.bfloat16):
+            torch.testing.assert_close(axpy(x=x, y=y), ALPHA * x + y)
+            torch.testing.assert_close(compiled(x, y), ALPHA * x + y + 1)
+        assert calls == []
+        torch.testing.assert_close(axpy(x=x, y=y), ALPHA * x + y)
+    assert calls == [1]
+
+
 def test_without_shape_of_the_sizes_come_as_keywords_named_by_the_dims(project):
     _kernel_module(project, "axpy_sized", shape_of=False)
     _tuned_at_1000(project, "axpy_sized")

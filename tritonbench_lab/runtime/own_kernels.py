@@ -2,8 +2,9 @@
 `tritonbench_lab.ops.kernel(name)` gives a TunedKernel, which runs tlab's kernel under the
 committed config where the measurements say it beats the PyTorch op (the spec's `torch`
 baseline) and that op elsewhere, by dispatch.py's rule, as every op of ops.py does; the op
-also where autograd needs it, an input tensor is not contiguous or holds no data (a meta
-tensor, a DTensor), or vmap batches the call.
+also where autograd needs it, under torch.autocast (whose dtype rules are the op's), where
+an input tensor is not contiguous or holds no data (a meta tensor, a DTensor), or vmap
+batches the call.
 
 Under torch.compile, and under a TorchDispatchMode (FakeTensorMode, make_fx's tracing), a
 call is one registered op, `torch.ops.tlab.kernel_<name>_<folder tag>` (runtime/library.py):
@@ -41,6 +42,7 @@ PACKED = "(Tensor[] tensors, SymInt[] ints, float[] floats, str layout) -> Tenso
 # appears in one.
 SEPARATOR = "\x1f"
 _compiling, _modes = torch.compiler.is_compiling, torch._C._len_torch_dispatch_stack
+_autocast = torch._C._is_any_autocast_enabled  # its dtype rules are the op's (runtime/routes.py)
 # A tensor of torch.func's transforms (vmap's batched ones): a Triton launch cannot read it.
 _transformed = torch._C._functorch.is_functorch_wrapped_tensor
 _newest: dict[str, TunedKernel] = {}  # registered op -> the TunedKernel made for it last
@@ -97,6 +99,8 @@ class TunedKernel:
         if self._accepted is not None and not inputs.keys() <= self._accepted:
             raise self._unknown(inputs)  # a misspelt name would pass unread
         try:
+            if _autocast():  # eagerly or traced: the op, as autocast casts its inputs
+                return _one(self._op(inputs))
             return self._in_graph(inputs) if _compiling() or _modes() else self._eager(inputs)
         except KeyError as err:  # an input the kernel reads is missing: say which it takes
             raise self._missing(inputs) or err from err
