@@ -832,3 +832,60 @@ def test_a_project_root_given_for_its_configs_folder_is_named(configs, monkeypat
     monkeypatch.setenv(tuned.CONFIG_DIR_ENV, str(root / "configs"))
     tuned.clear_cache()
     assert ops.explain("matmul", "fp32", "1024x1024x1024").provider == "triton"
+
+
+def test_a_launch_for_another_gpus_tensors_runs_with_that_gpu_current(configs, monkeypatch):
+    """Triton launches on the current device: a call whose tensors sit on another GPU (a model
+    spread over GPUs, the current one left at 0) gets its launch run with their GPU made
+    current, attributes read through; a call on the current GPU gets the launch itself.
+    Simulated: GPU 1's name is the fixture's, the current device is 0, the guard records."""
+    current, made_current = [0], []
+
+    class Guard:
+        def __init__(self, device):
+            self.device = device
+
+        def __enter__(self):
+            made_current.append(self.device)
+            current.insert(0, self.device)
+
+        def __exit__(self, *exc):
+            current.pop(0)
+
+    monkeypatch.setattr(dispatch, "current_cuda_device", lambda: current[0])
+    monkeypatch.setattr(dispatch, "device_guard", Guard)
+    monkeypatch.setattr(dispatch, "_capturing", lambda device: False)
+    ran_on = []
+
+    def bind(config):
+        def launch(*args):
+            ran_on.append(current[0])
+            return args
+        launch.tma = False
+        return launch
+
+    sizes = (1024, 1024, 1024)
+    for device in (0, 1):
+        dispatch._slugs[device] = SLUG  # what current_gpu_slug(device) names on a GPU host
+    on_current = dispatch.plan("matmul", torch.float32, sizes, 0, bind)
+    on_other = dispatch.plan("matmul", torch.float32, sizes, 1, bind)
+    assert on_current.__name__ == "launch" and on_other.tma is False
+    assert on_current("a") == ("a",) and on_other("b") == ("b",)
+    assert ran_on == [0, 1] and made_current == [1] and current == [0]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
+                    reason="needs two CUDA GPUs")
+def test_ops_on_a_second_gpu_run_there_with_the_first_current(configs):
+    write_winners(configs / SLUG / "softmax.csv", [winner(
+        "8192x4096", "ROWS=1 num_warps=16 PER_SM=0 SPLIT=1", dtype="fp32", kernel="softmax",
+        op_p50_ms=2.0)])
+    tuned.clear_cache()
+    torch.cuda.set_device(0)
+    x = torch.randn(8192, 4096, device="cuda:1",
+                    generator=torch.Generator(device="cuda:1").manual_seed(1))
+    y = ops.softmax(x)
+    assert ops.bound_launch("softmax", x.dtype, (8192, 4096), 1) is not None
+    assert y.device == x.device and torch.cuda.current_device() == 0
+    torch.testing.assert_close(y, torch.softmax(x, -1))

@@ -450,7 +450,8 @@ def plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
           directory: Path | None = None) -> Callable | None:
     """The memoised choice for a call: a bound launch of tlab's kernel, or None for the
     PyTorch op. `device` is tensor.get_device() (-1 on the CPU): cheaper than .device. Where
-    eager calls and captured ones are decided apart, each call asks which it is.
+    eager calls and captured ones are decided apart, each call asks which it is; where the
+    device is not the current one, the launch runs with it current (_OnDevice).
     `directory`: the configs folder (default: config_dir(kernel))."""
     now = _monotonic()
     if now - _file_state[0] >= RECHECK_S:
@@ -463,9 +464,10 @@ def plan(kernel: str, dtype, sizes: tuple[int, ...], device: int,
         if plan[0] is None and plan[1] is not None:
             plan = _plans[key] = (_FirstCall(key, plan[1]), plan[1])
     eager, captured = plan
-    if eager is captured:
-        return eager
-    return captured if _capturing(device) else eager
+    launch = eager if eager is captured else captured if _capturing(device) else eager
+    if launch is None or device < 0 or device == current_cuda_device():
+        return launch
+    return _OnDevice(device, launch)
 
 
 class _FirstCall:
@@ -484,6 +486,29 @@ class _FirstCall:
     def __call__(self, *args, **kwargs):
         _plans[self.key] = (None, self.launch)
         return self.launch(*args, **kwargs)
+
+
+class _OnDevice:
+    """A launch for tensors on a GPU other than the current one, run with that GPU current:
+    Triton launches on the current device and its stream, where those tensors' memory cannot
+    be read (as the PyTorch op, which follows its tensors, would run). Reads through to the
+    launch's attributes."""
+
+    def __init__(self, device: int, launch: Callable):
+        self.device, self.launch = device, launch
+
+    def __getattr__(self, name: str):
+        return getattr(self.launch, name)
+
+    def __call__(self, *args, **kwargs):
+        with device_guard(self.device):
+            return self.launch(*args, **kwargs)
+
+
+# The current CUDA device and a guard that makes one current, bound once: plan asks for each
+# GPU tensor's call (CPU builds have no _cuda_getDevice, and no GPU tensors ask).
+current_cuda_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+device_guard = torch.cuda.device
 
 
 def dispatches_itself(t: torch.Tensor) -> bool:
