@@ -123,8 +123,9 @@ def record_shapes(path: str | os.PathLike) -> Iterator[Path]:
     """Within the block, append each new kernel, dtype, shape and device ops decides for
     to `path` (a CSV of `Called` rows, kept across runs), with how near the GPU's tuned
     shapes it is; `tlab sweep --shapes-from PATH` then tunes them. Only calls that reach the
-    decision record: under autograd (an input requiring grad) ops calls the PyTorch op
-    without one, so record under torch.inference_mode(). Compiled models trace anew inside
+    decision record: under autograd (an input requiring grad) and under torch.autocast ops
+    calls the PyTorch op without one, so record under torch.inference_mode(), in the dtype
+    the model serves in. Compiled models trace anew inside
     the block (torch.compiler.reset()): a graph traced before holds its static shapes'
     choices and records nothing."""
     before = recording.recording()

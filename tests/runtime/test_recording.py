@@ -5,6 +5,7 @@ what it called, and ops finds those shapes tuned."""
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -55,6 +56,20 @@ def test_each_new_kernel_dtype_and_shape_is_recorded_once(tmp_path):
                            ("add", "fp32", "10", UNTUNED)]
     assert {r.gpu_slug for r in read_table(path, Called)} == {"interpreter"}
     assert {r.provider for r in read_table(path, Called)} == {TORCH_OP}
+
+
+def test_calls_under_autocast_record_nothing_and_say_so(tmp_path):
+    """Under torch.autocast ops calls the PyTorch op without a decision, so nothing records:
+    one warning names why, rather than a file that ends empty without a word."""
+    path = tmp_path / "calls.csv"
+    with ops.record_shapes(path), torch.autocast("cpu", dtype=torch.bfloat16):
+        with pytest.warns(UserWarning, match="under torch.autocast run the PyTorch op"):
+            ops.softmax(random(3, 100))
+    assert not path.exists() or calls(path) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not recording: no warning
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            ops.softmax(random(3, 100))
 
 
 def test_a_shape_decided_before_recording_started_is_recorded_too(tmp_path):

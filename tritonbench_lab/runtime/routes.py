@@ -18,13 +18,17 @@
 Every check is a C call or a type comparison, bound once at import: each call that reaches
 the decision makes them.
 
-May import: runtime/dispatch.py (dispatches_itself), spec (the interpreter's switch); torch.
+May import: runtime/dispatch.py (dispatches_itself), runtime/recording.py, spec (the
+interpreter's switch); torch.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
+from tritonbench_lab.runtime import recording
 from tritonbench_lab.runtime.dispatch import dispatches_itself
 from tritonbench_lab.spec import triton_interpreting
 
@@ -46,6 +50,9 @@ def route(*tensors: torch.Tensor | None) -> str | None:
             if t is not None and t.requires_grad:
                 return GRAD
     if _autocast():
+        if recording.recording() is not None:  # a recording would end without these calls
+            warnings.warn("tlab: calls under torch.autocast run the PyTorch op and record no "
+                          "shape: record the model in the dtype it serves in", stacklevel=3)
         return AUTOCAST
     if _compiling() or _modes():
         return GRAPH
