@@ -125,9 +125,9 @@ def record_shapes(path: str | os.PathLike) -> Iterator[Path]:
     shapes it is; `tlab sweep --shapes-from PATH` then tunes them. Only calls that reach the
     decision record: under autograd (an input requiring grad) and under torch.autocast ops
     calls the PyTorch op without one, so record under torch.inference_mode(), in the dtype
-    the model serves in. Compiled models trace anew inside
-    the block (torch.compiler.reset()): a graph traced before holds its static shapes'
-    choices and records nothing."""
+    the model serves in. Compiled models trace anew inside the block
+    (torch.compiler.reset()): a graph traced before holds its static shapes' choices and
+    records nothing."""
     before = recording.recording()
     recording.start(path)
     clear()  # every shape's next call decides afresh, and so records
