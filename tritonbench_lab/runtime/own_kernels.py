@@ -34,6 +34,7 @@ from tritonbench_lab.runtime.dispatch import (
     plan,
     tuned_state,
 )
+from tritonbench_lab.runtime.routes import autocasting
 from tritonbench_lab.tuned import config_dir, ordered_sizes, spec_of
 
 # A call in a compiled graph, packed: what a torch.library schema can carry of a dict.
@@ -42,7 +43,6 @@ PACKED = "(Tensor[] tensors, SymInt[] ints, float[] floats, str layout) -> Tenso
 # appears in one.
 SEPARATOR = "\x1f"
 _compiling, _modes = torch.compiler.is_compiling, torch._C._len_torch_dispatch_stack
-_autocast = torch._C._is_any_autocast_enabled  # its dtype rules are the op's (runtime/routes.py)
 # A tensor of torch.func's transforms (vmap's batched ones): a Triton launch cannot read it.
 _transformed = torch._C._functorch.is_functorch_wrapped_tensor
 _newest: dict[str, TunedKernel] = {}  # registered op -> the TunedKernel made for it last
@@ -99,7 +99,7 @@ class TunedKernel:
         if self._accepted is not None and not inputs.keys() <= self._accepted:
             raise self._unknown(inputs)  # a misspelt name would pass unread
         try:
-            if _autocast():  # eagerly or traced: the op, as autocast casts its inputs
+            if autocasting():  # eagerly or traced: the op, whose dtypes autocast sets
                 return _one(self._op(inputs))
             return self._in_graph(inputs) if _compiling() or _modes() else self._eager(inputs)
         except KeyError as err:  # an input the kernel reads is missing: say which it takes

@@ -37,7 +37,9 @@ GRAD, AUTOCAST, GRAPH, NO_DATA = "grad", "autocast", "graph", "no data"
 # Bound once: module attribute lookups cost on every call.
 _grad_enabled, _compiling = torch.is_grad_enabled, torch.compiler.is_compiling
 _modes, _transforms = torch._C._len_torch_dispatch_stack, torch._C._are_functorch_transforms_active
-_autocast = torch._C._is_any_autocast_enabled  # any device's: one C call, dynamo guards on it
+# Whether torch.autocast is on, for any device: one C call, which dynamo guards on (own
+# kernels ask it too: autocast's dtype rules hold for every op tlab stands in for).
+autocasting = torch._C._is_any_autocast_enabled
 # read once, as Triton reads it: set before the first import
 _INTERPRETING, _TENSOR = triton_interpreting(), torch.Tensor
 
@@ -49,7 +51,7 @@ def route(*tensors: torch.Tensor | None) -> str | None:
         for t in tensors:
             if t is not None and t.requires_grad:
                 return GRAD
-    if _autocast():
+    if autocasting():
         if recording.recording() is not None:  # a recording would end without these calls
             warnings.warn("tlab: calls under torch.autocast run the PyTorch op and record no "
                           "shape: record the model in the dtype it serves in", stacklevel=3)
